@@ -1,0 +1,43 @@
+/* counters.h — per-thread counters read at fragment boundaries.
+ * Sources: PAPI (when built with it and the machine can count) and Linux
+ * software events via perf_event_open (task-clock, page-faults,
+ * context-switches, cpu-migrations, ...). Requested with
+ * GRAINLAB_COUNTERS=name,name,... ; a counter that cannot be counted is
+ * reported once on stderr and in the metadata, and dropped: never fatal. */
+#ifndef GRAINLAB_COUNTERS_H
+#define GRAINLAB_COUNTERS_H
+#include <stdint.h>
+#include "grainlab_event.h"
+
+/* Process-wide set-up from the GRAINLAB_COUNTERS value (NULL or "" = none).
+ * Returns the number of available counters (0..GL_MAX_COUNTERS). Never fails.
+ * Returns -1 only for a malformed/unknown counter name, after printing a
+ * one-line error: the collector then disables itself (the app still runs). */
+int gl_counters_init(const char *spec);
+
+/* Names of the available counters, in column order (valid after init). */
+const char *const *gl_counters_names(void);
+
+/* JSON array for metadata key grainlab.counters (every requested counter,
+ * available or not, with the reason). Static storage, valid after init. */
+const char *gl_counters_metadata_json(void);
+
+/* Per-thread state; lives inside the thread's collector state, no allocation
+ * on the hot path. */
+typedef struct gl_counters_thread {
+  int fds[GL_MAX_COUNTERS]; /* perf: group leader is fds[first perf counter] */
+  int papi_eventset;
+  int started;
+} gl_counters_thread;
+
+/* Called on the thread itself at thread begin / end. */
+void gl_counters_thread_start(gl_counters_thread *t);
+void gl_counters_thread_stop(gl_counters_thread *t);
+
+/* Read all available counters of the calling thread into out[0..n-1]
+ * (cumulative values; INT64_MIN for a counter that failed to read). Hot path:
+ * one group read() for perf events, one PAPI_read for PAPI. */
+void gl_counters_read(gl_counters_thread *t, int64_t *out);
+
+void gl_counters_shutdown(void);
+#endif
