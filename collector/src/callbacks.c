@@ -1,0 +1,211 @@
+/* callbacks.c — OMPT callbacks: one trace row per runtime event (per
+ * dependence item for `dependences`), per docs/trace-format.md. Each callback
+ * does a constant amount of work on its own thread's buffer: no locks, no
+ * allocation, no system calls but sched_getcpu() and counter reads. */
+#include <stdio.h>
+#include <string.h>
+#include "callbacks.h"
+#include "static_chunks.h"
+#include "thread_state.h"
+
+static inline uint64_t id_of(const ompt_data_t *d) { return d ? d->value : 0; }
+
+static void on_thread_begin(ompt_thread_t type, ompt_data_t *thread_data) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  thread_data->ptr = t;
+  gl_record(t, GL_EV_THREAD_BEGIN, 0, 0, 0, 0, 0, (uint32_t)type, 0);
+}
+
+static void on_thread_end(ompt_data_t *thread_data) {
+  (void)thread_data;
+  gl_thread *t = gl_self();
+  if (!t) return;
+  gl_record(t, GL_EV_THREAD_END, 0, 0, 0, 0, 0, 0, 0);
+}
+
+static void on_parallel_begin(ompt_data_t *encountering_task, const ompt_frame_t *frame,
+                              ompt_data_t *parallel_data, unsigned int requested,
+                              int flags, const void *codeptr_ra) {
+  (void)frame;
+  gl_thread *t = gl_self();
+  if (!t) return;
+  parallel_data->value = gl_new_id(t);
+  gl_record(t, GL_EV_PARALLEL_BEGIN, id_of(encountering_task), parallel_data->value,
+            codeptr_ra, 0, requested, (uint32_t)flags, 0);
+}
+
+static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *encountering_task,
+                            int flags, const void *codeptr_ra) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  gl_record(t, GL_EV_PARALLEL_END, id_of(encountering_task), id_of(parallel_data),
+            codeptr_ra, 0, 0, (uint32_t)flags, 0);
+}
+
+static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,
+                             ompt_data_t *task_data, unsigned int team,
+                             unsigned int index, int flags) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  if (endpoint == ompt_scope_begin) {
+    task_data->value = gl_new_id(t);
+    uint64_t region = (flags & ompt_task_initial) ? 0 : id_of(parallel_data);
+    if (t->nimplicit < GL_NEST)
+      t->implicit[t->nimplicit] = (gl_implicit){task_data->value, index, team};
+    t->nimplicit++;
+    gl_record(t, GL_EV_IMPLICIT_BEGIN, task_data->value, region, 0, index, team,
+              (uint32_t)flags, 1);
+  } else {
+    /* libomp passes team size 0 at the end: report the values from begin. */
+    if (t->nimplicit > 0) {
+      t->nimplicit--;
+      if (t->nimplicit < GL_NEST && t->implicit[t->nimplicit].id == task_data->value) {
+        index = t->implicit[t->nimplicit].index;
+        team = t->implicit[t->nimplicit].team;
+      }
+    }
+    gl_record(t, GL_EV_IMPLICIT_END, task_data->value, 0, 0, index, team,
+              (uint32_t)flags, 1);
+  }
+}
+
+static void on_task_create(ompt_data_t *encountering_task, const ompt_frame_t *frame,
+                           ompt_data_t *new_task, int flags, int has_dependences,
+                           const void *codeptr_ra) {
+  (void)frame;
+  gl_thread *t = gl_self();
+  if (!t) return;
+  new_task->value = gl_new_id(t);
+  gl_record(t, GL_EV_TASK_CREATE, new_task->value, id_of(encountering_task), codeptr_ra,
+            has_dependences != 0, 0, (uint32_t)flags, 1);
+}
+
+static void on_task_schedule(ompt_data_t *prior_task, ompt_task_status_t prior_status,
+                             ompt_data_t *next_task) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  gl_record(t, GL_EV_TASK_SCHEDULE, id_of(next_task), id_of(prior_task), 0, 0, 0,
+            (uint32_t)prior_status, 1);
+}
+
+static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
+                           ompt_data_t *parallel_data, ompt_data_t *task_data,
+                           const void *codeptr_ra) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  gl_record(t, endpoint == ompt_scope_begin ? GL_EV_SYNC_BEGIN : GL_EV_SYNC_END,
+            id_of(task_data), id_of(parallel_data), codeptr_ra, 0, 0, (uint32_t)kind, 1);
+}
+
+static int is_loop(ompt_work_t type) {
+  return type == ompt_work_loop || type == ompt_work_loop_static ||
+         type == ompt_work_loop_dynamic || type == ompt_work_loop_guided ||
+         type == ompt_work_loop_other;
+}
+
+static void on_work(ompt_work_t type, ompt_scope_endpoint_t endpoint,
+                    ompt_data_t *parallel_data, ompt_data_t *task_data, uint64_t count,
+                    const void *codeptr_ra) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  uint64_t task = id_of(task_data), region = id_of(parallel_data);
+  if (endpoint == ompt_scope_begin) {
+    if (is_loop(type)) {
+      if (t->nloops < GL_NEST) {
+        uint32_t team = t->nimplicit > 0 && t->nimplicit <= GL_NEST
+                            ? t->implicit[t->nimplicit - 1].team
+                            : 1;
+        t->loops[t->nloops] = (gl_loop){.task = task, .parallel = region, .count = count,
+                                        .work_type = (uint32_t)type, .team = team};
+      }
+      t->nloops++;
+    }
+    gl_record(t, GL_EV_WORK_BEGIN, task, region, codeptr_ra, 0, count, (uint32_t)type, 1);
+    return;
+  }
+  uint64_t end_tsc = gl_clock_now();
+  if (is_loop(type) && t->nloops > 0) {
+    t->nloops--;
+    if (t->nloops < GL_NEST && t->loops[t->nloops].work_type == ompt_work_loop_static)
+      gl_infer_static_chunks(t, &t->loops[t->nloops], end_tsc);
+    uint64_t last = gl_last_tsc(t);
+    if (end_tsc < last) end_tsc = last;
+  }
+  gl_record_at(t, end_tsc, GL_EV_WORK_END, task, region, codeptr_ra, 0, count,
+               (uint32_t)type, 0, 1);
+}
+
+static void on_dispatch(ompt_data_t *parallel_data, ompt_data_t *task_data,
+                        ompt_dispatch_t kind, ompt_data_t instance) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  uint64_t start, iters;
+  if (kind == ompt_dispatch_ws_loop_chunk || kind == ompt_dispatch_taskloop_chunk ||
+      kind == ompt_dispatch_distribute_chunk) {
+    const ompt_dispatch_chunk_t *c = instance.ptr;
+    start = c ? c->start : 0;
+    iters = c ? c->iterations : 0;
+  } else {
+    start = instance.value; /* iteration number; for sections libomp's value */
+    iters = 1;
+  }
+  uint64_t tsc = gl_clock_now();
+  if (kind == ompt_dispatch_ws_loop_chunk && t->nloops > 0 && t->nloops <= GL_NEST) {
+    gl_loop *l = &t->loops[t->nloops - 1];
+    if (l->nchunks++ == 0) {
+      l->first_start = start;
+      l->first_iters = iters;
+      l->first_tsc = tsc;
+    }
+  }
+  gl_record_at(t, tsc, GL_EV_CHUNK, id_of(task_data), id_of(parallel_data), 0, start, iters,
+               (uint32_t)kind, 0, 1);
+}
+
+static void on_dependences(ompt_data_t *task_data, const ompt_dependence_t *deps, int ndeps) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  for (int i = 0; i < ndeps; i++)
+    gl_record(t, GL_EV_DEPENDENCE, id_of(task_data), 0, 0,
+              (uint64_t)(uintptr_t)deps[i].variable.ptr, 0,
+              (uint32_t)deps[i].dependence_type, 0);
+}
+
+static void on_task_dependence(ompt_data_t *src_task, ompt_data_t *sink_task) {
+  gl_thread *t = gl_self();
+  if (!t) return;
+  gl_record(t, GL_EV_TASK_DEPENDENCE, id_of(sink_task), id_of(src_task), 0, 0, 0, 0, 0);
+}
+
+int gl_register_callbacks(ompt_set_callback_t set, char *json, size_t len) {
+  static const struct {
+    ompt_callbacks_t event;
+    const char *name;
+    ompt_callback_t fn;
+  } table[] = {
+      {ompt_callback_thread_begin, "thread_begin", (ompt_callback_t)on_thread_begin},
+      {ompt_callback_thread_end, "thread_end", (ompt_callback_t)on_thread_end},
+      {ompt_callback_parallel_begin, "parallel_begin", (ompt_callback_t)on_parallel_begin},
+      {ompt_callback_parallel_end, "parallel_end", (ompt_callback_t)on_parallel_end},
+      {ompt_callback_implicit_task, "implicit_task", (ompt_callback_t)on_implicit_task},
+      {ompt_callback_task_create, "task_create", (ompt_callback_t)on_task_create},
+      {ompt_callback_task_schedule, "task_schedule", (ompt_callback_t)on_task_schedule},
+      {ompt_callback_sync_region, "sync_region", (ompt_callback_t)on_sync_region},
+      {ompt_callback_work, "work", (ompt_callback_t)on_work},
+      {ompt_callback_dispatch, "dispatch", (ompt_callback_t)on_dispatch},
+      {ompt_callback_dependences, "dependences", (ompt_callback_t)on_dependences},
+      {ompt_callback_task_dependence, "task_dependence", (ompt_callback_t)on_task_dependence},
+  };
+  int chunks = 0;
+  size_t used = (size_t)snprintf(json, len, "{");
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    ompt_set_result_t r = set(table[i].event, table[i].fn);
+    if (table[i].event == ompt_callback_dispatch) chunks = r == ompt_set_always;
+    if (used < len)
+      used += (size_t)snprintf(json + used, len - used, "%s\"%s\": %d", i ? ", " : "",
+                               table[i].name, (int)r);
+  }
+  if (used < len) snprintf(json + used, len - used, "}");
+  return chunks;
+}

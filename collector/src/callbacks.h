@@ -1,0 +1,11 @@
+/* callbacks.h — the OMPT callbacks that turn runtime events into trace rows. */
+#ifndef GRAINLAB_CALLBACKS_H
+#define GRAINLAB_CALLBACKS_H
+#include <omp-tools.h>
+#include <stddef.h>
+
+/* Register every callback with `set`. Writes the JSON object
+ * {"thread_begin": 5, ...} of set_callback results into json, and returns
+ * whether chunk dispatch events are reported (dispatch accepted "always"). */
+int gl_register_callbacks(ompt_set_callback_t set, char *json, size_t len);
+#endif

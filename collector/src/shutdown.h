@@ -1,0 +1,22 @@
+/* shutdown.h — end the trace: normally at OMPT finalize, otherwise at exit()
+ * or on a fatal/terminating signal (then marked incomplete). */
+#ifndef GRAINLAB_SHUTDOWN_H
+#define GRAINLAB_SHUTDOWN_H
+
+/* Run-context metadata computed at start-up (command, topology, load map at
+ * start, runtime JSON); kept so a signal handler need not compute them. */
+typedef struct gl_run_info {
+  char *command_json, *topology_json, *loadmap_json;
+  char runtime_json[2048];
+  char output_path[4096];
+} gl_run_info;
+extern gl_run_info gl_run;
+
+/* Flush every thread's buffer and close the file with all metadata. Runs
+ * once; later calls return at once. from_signal: take the writer lock only
+ * with a bounded wait and reuse the start-up load map. */
+void gl_finish(int complete, const char *end_reason, int from_signal);
+
+/* Install the signal handlers (chaining to previous ones) and the exit hooks. */
+void gl_install_shutdown_hooks(void);
+#endif

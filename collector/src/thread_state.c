@@ -1,0 +1,46 @@
+/* thread_state.c — the registry of per-thread states. A state is created the
+ * first time a thread reports an event (normally at thread_begin) and lives
+ * until the process ends, so the end of the run can flush every buffer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "thread_state.h"
+
+int gl_ncounters;
+uint32_t gl_buffer_events = 65536;
+volatile int gl_recording;
+
+__thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
+
+static gl_thread *registry[GL_MAX_THREADS];
+static uint32_t nthreads; /* slots handed out (may exceed GL_MAX_THREADS) */
+
+gl_thread *gl_thread_create(void) {
+  uint32_t index = __atomic_fetch_add(&nthreads, 1, __ATOMIC_ACQ_REL);
+  if (index >= GL_MAX_THREADS) return 0;
+  gl_thread *t = calloc(1, sizeof *t);
+  size_t slots = (size_t)gl_buffer_events + 1;
+  if (t) t->events = malloc(slots * sizeof *t->events);
+  if (t && gl_ncounters)
+    t->counters = malloc(slots * (size_t)gl_ncounters * sizeof *t->counters);
+  if (!t || !t->events || (gl_ncounters && !t->counters)) {
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      fprintf(stderr, "grainlab: out of memory for a thread buffer; thread not traced\n");
+    return 0;
+  }
+  t->cap = gl_buffer_events;
+  t->index = index;
+  if (gl_ncounters) gl_counters_thread_start(&t->counter_state);
+  __atomic_store_n(&registry[index], t, __ATOMIC_RELEASE);
+  gl_self_tls = t;
+  return t;
+}
+
+gl_thread *gl_thread_get(uint32_t index) {
+  return index < GL_MAX_THREADS ? __atomic_load_n(&registry[index], __ATOMIC_ACQUIRE) : 0;
+}
+
+uint32_t gl_thread_count(void) {
+  uint32_t n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+  return n < GL_MAX_THREADS ? n : GL_MAX_THREADS;
+}

@@ -1,0 +1,115 @@
+/* thread_state.h — per-thread event buffers and the hot-path recording
+ * primitive. Each OpenMP thread owns one gl_thread: a fixed array of events
+ * (plus a parallel array of counter values), written without locks. A full
+ * buffer is flushed by its own thread (flush.c). All thread states are kept
+ * in a registry so the end of the run (finalize, exit, signal) reaches them. */
+#ifndef GRAINLAB_THREAD_STATE_H
+#define GRAINLAB_THREAD_STATE_H
+
+#include <sched.h>
+#include <stdint.h>
+#include "clock.h"
+#include "counters.h"
+#include "grainlab_event.h"
+
+#define GL_MAX_THREADS 4096 /* registry size; threads beyond it are not traced */
+#define GL_NEST 16          /* nesting depth tracked for implicit tasks and loops */
+
+/* The implicit task a thread is executing (libomp reports team size 0 at
+ * implicit-task end, so begin's values are kept here). */
+typedef struct gl_implicit {
+  uint64_t id;
+  uint32_t index, team;
+} gl_implicit;
+
+/* A worksharing loop in progress on this thread: enough to infer the
+ * schedule(static,N) chunks libomp does not report (static_chunks.c). */
+typedef struct gl_loop {
+  uint64_t task, parallel; /* ids, for the inferred rows */
+  uint64_t count;          /* iteration count reported at WORK_BEGIN */
+  uint64_t first_start, first_iters, first_tsc;
+  uint32_t work_type, team, nchunks;
+} gl_loop;
+
+typedef struct gl_thread {
+  gl_event_t *events;      /* cap + 1 slots: the last is reserved for FLUSH_BEGIN */
+  int64_t *counters;       /* (cap + 1) * ncounters values, row-major */
+  uint32_t pos;            /* events recorded in the current buffer */
+  uint32_t cap;
+  uint32_t index;          /* collector thread index (column `thread`) */
+  uint64_t next_id;        /* per-thread object counter for ids */
+  int nimplicit;
+  gl_implicit implicit[GL_NEST];
+  int nloops;
+  gl_loop loops[GL_NEST];
+  gl_counters_thread counter_state;
+} gl_thread;
+
+/* Configuration and run state, set once in ompt_start_tool. */
+extern int gl_ncounters;
+extern uint32_t gl_buffer_events;
+extern volatile int gl_recording; /* 0 once the trace is being closed */
+
+gl_thread *gl_thread_create(void); /* allocates; never on the per-event path */
+gl_thread *gl_thread_get(uint32_t index);
+uint32_t gl_thread_count(void);
+void gl_flush_full(gl_thread *t);  /* flush.c */
+
+extern __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's state, created on first use; NULL when not recording. */
+static inline gl_thread *gl_self(void) {
+  if (__builtin_expect(!gl_recording, 0)) return 0;
+  gl_thread *t = gl_self_tls;
+  if (__builtin_expect(t == 0, 0)) t = gl_thread_create();
+  return t;
+}
+
+static inline uint64_t gl_new_id(gl_thread *t) {
+  return ((uint64_t)(t->index + 1) << 40) | ++t->next_id;
+}
+
+/* Append one event with timestamp `tsc`. `read_counters`: the event bounds a
+ * fragment, so the thread's counters are sampled; otherwise the row holds nulls. */
+static inline void gl_record_at(gl_thread *t, uint64_t tsc, uint8_t event,
+                                uint64_t task, uint64_t other, const void *codeptr,
+                                uint64_t value, uint64_t count, uint32_t kind,
+                                uint8_t flags, int read_counters) {
+  if (__builtin_expect(t->pos >= t->cap, 0)) gl_flush_full(t);
+  uint32_t i = t->pos;
+  gl_event_t *e = &t->events[i];
+  e->tsc = tsc;
+  e->task = task;
+  e->other = other;
+  e->codeptr = (uint64_t)(uintptr_t)codeptr;
+  e->value = value;
+  e->count = count;
+  e->kind = kind;
+  e->cpu = (uint16_t)sched_getcpu();
+  e->event = event;
+  e->flags = flags;
+  if (gl_ncounters) {
+    int64_t *c = &t->counters[(size_t)i * (size_t)gl_ncounters];
+    if (read_counters) {
+      gl_counters_read(&t->counter_state, c);
+    } else {
+      for (int k = 0; k < gl_ncounters; k++) c[k] = INT64_MIN;
+    }
+  }
+  /* Publish after the row is complete: a signal handler reading `pos` from
+   * another thread then sees only whole rows (best effort, see shutdown.c). */
+  __atomic_store_n(&t->pos, i + 1, __ATOMIC_RELEASE);
+}
+
+static inline void gl_record(gl_thread *t, uint8_t event, uint64_t task,
+                             uint64_t other, const void *codeptr, uint64_t value,
+                             uint64_t count, uint32_t kind, int read_counters) {
+  gl_record_at(t, gl_clock_now(), event, task, other, codeptr, value, count, kind,
+               0, read_counters);
+}
+
+/* Timestamp of the thread's latest row (0 if none in the current buffer). */
+static inline uint64_t gl_last_tsc(const gl_thread *t) {
+  return t->pos ? t->events[t->pos - 1].tsc : 0;
+}
+#endif

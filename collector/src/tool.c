@@ -1,0 +1,129 @@
+/* tool.c — the OMPT entry points of libgraincollect.so.
+ *
+ * ompt_start_tool reads the configuration and checks, before the application
+ * runs, everything that could make the trace fail (output path, buffer size,
+ * counter names). Any problem prints one line on stderr and returns NULL:
+ * libomp then runs the application untraced. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <omp-tools.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "callbacks.h"
+#include "clock.h"
+#include "counters.h"
+#include "flush.h"
+#include "meta.h"
+#include "shutdown.h"
+#include "thread_state.h"
+
+int gl_quiet;
+static char runtime_name[256];
+static unsigned int runtime_ompt_version;
+
+/* Escape a string for a JSON string literal (runtime names are plain ASCII,
+ * but a quote or backslash must not break the metadata). */
+static void json_escape(char *out, size_t len, const char *in) {
+  size_t j = 0;
+  for (; *in && j + 7 < len; in++) {
+    unsigned char c = (unsigned char)*in;
+    if (c == '"' || c == '\\') {
+      out[j++] = '\\';
+      out[j++] = (char)c;
+    } else if (c < 0x20) {
+      j += (size_t)snprintf(out + j, len - j, "\\u%04x", c);
+    } else {
+      out[j++] = (char)c;
+    }
+  }
+  out[j] = 0;
+}
+
+static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
+                         ompt_data_t *tool_data) {
+  (void)initial_device_num;
+  (void)tool_data;
+  ompt_set_callback_t set = (ompt_set_callback_t)lookup("ompt_set_callback");
+  if (!set) return 0;
+  gl_clock_start();
+  gl_run.command_json = gl_meta_command_json();
+  gl_run.topology_json = gl_meta_topology_json();
+  gl_run.loadmap_json = gl_meta_loadmap_json();
+  gl_install_shutdown_hooks();
+  gl_recording = 1;
+  char callbacks[1024], name[512];
+  int chunks = gl_register_callbacks(set, callbacks, sizeof callbacks);
+  json_escape(name, sizeof name, runtime_name);
+  snprintf(gl_run.runtime_json, sizeof gl_run.runtime_json,
+           "{\"name\": \"%s\", \"ompt_version\": %u, \"callbacks\": %s, "
+           "\"chunks_reported\": %s}",
+           name, runtime_ompt_version, callbacks, chunks ? "true" : "false");
+  return 1;
+}
+
+static void on_finalize(ompt_data_t *tool_data) {
+  (void)tool_data;
+  gl_finish(1, "finalize", 0);
+}
+
+/* Absolute form of `path`, so a chdir() in the application changes nothing. */
+static int absolute_path(const char *path, char *out, size_t len) {
+  if (path[0] == '/') return snprintf(out, len, "%s", path) < (int)len;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return 0;
+  return snprintf(out, len, "%s/%s", cwd, path) < (int)len;
+}
+
+static int parse_buffer_events(void) {
+  const char *s = getenv("GRAINLAB_BUFFER_EVENTS");
+  if (!s || !*s) return 1;
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno || *end || v < 64 || v > (1ul << 26)) {
+    fprintf(stderr,
+            "grainlab: GRAINLAB_BUFFER_EVENTS=%s is not a number of events in 64..67108864; "
+            "not tracing\n", s);
+    return 0;
+  }
+  gl_buffer_events = (uint32_t)v;
+  return 1;
+}
+
+ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
+                                          const char *runtime_version)
+    __attribute__((visibility("default")));
+
+ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
+                                          const char *runtime_version) {
+  static ompt_start_tool_result_t result = {on_initialize, on_finalize, {0}};
+  const char *quiet = getenv("GRAINLAB_QUIET");
+  gl_quiet = quiet && *quiet && strcmp(quiet, "0") != 0;
+
+  const char *out = getenv("GRAINLAB_OUTPUT");
+  if (!out || !*out) out = "trace.parquet";
+  if (!absolute_path(out, gl_run.output_path, sizeof gl_run.output_path)) {
+    fprintf(stderr, "grainlab: cannot write trace to %s: path too long\n", out);
+    return 0;
+  }
+  /* Fail fast: create the file now rather than lose the run at the first flush. */
+  int fd = open(gl_run.output_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fprintf(stderr, "grainlab: cannot write trace to %s: %s\n", gl_run.output_path,
+            strerror(errno));
+    return 0;
+  }
+  close(fd);
+  if (!parse_buffer_events()) return 0;
+  int n = gl_counters_init(getenv("GRAINLAB_COUNTERS"));
+  if (n < 0) return 0; /* gl_counters_init printed the one-line reason */
+  gl_ncounters = n;
+  gl_flush_configure(gl_run.output_path, gl_counters_names());
+  snprintf(runtime_name, sizeof runtime_name, "%s", runtime_version ? runtime_version : "");
+  runtime_ompt_version = omp_version;
+  return &result;
+}
