@@ -1,0 +1,130 @@
+# grainlab — the two commands of README.md, and what they stand on.
+#
+#   make demo    set up if needed, build, record an example and summarize it
+#   make test    set up if needed, build, run the whole test suite
+#
+# Set-up is idempotent and cheap when everything is in place: Debian packages
+# are checked with dpkg before apt is ever touched, pip runs only when
+# pyproject.toml changed (stamp files in .stamps/), cmake configures once and
+# ninja rebuilds only what changed. Runs as root (CI) or with sudo otherwise.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+.DELETE_ON_ERROR:
+
+# The system Python (3.11 on Debian 12) that makes .venv.
+PYTHON ?= python3
+VENV := .venv
+BUILD := build
+STAMPS := .stamps
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTEST_ARGS ?=
+
+CC_NATIVE := clang-19
+CXX_NATIVE := clang++-19
+# Debian packages the build and the tests need. libc6-dev is listed because
+# gcc only recommends it and we install without recommends.
+APT_PACKAGES := clang-19 libomp-19-dev libpapi-dev cmake ninja-build gcc g++ \
+                libc6-dev python3 python3-venv
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+GRAINLAB := $(VENV)/bin/grainlab
+DEMO_TRACE := out/fib.parquet
+DEMO_APP := $(BUILD)/examples/fib 25 8
+
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test build setup packages clean distclean help
+
+help:
+	@echo "make demo       set up, build, record build/examples/fib and summarize the trace"
+	@echo "make test       set up, build, run the test suite (PYTEST_ARGS=... to pass options)"
+	@echo "make build      set up and build the collector and examples into $(BUILD)/"
+	@echo "make setup      Debian packages and the .venv only"
+	@echo "make clean      remove $(BUILD)/ and out/ (keeps .venv)"
+	@echo "make distclean  also remove .venv and .stamps"
+
+# ---- set-up -----------------------------------------------------------------
+
+setup: packages $(STAMPS)/venv
+
+# Always checked, but only with dpkg-query (dpkg's status database): a ready
+# machine does no apt work at all.
+packages:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  [ "$$(dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null)" = "install ok installed" ] \
+	    || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "==> installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# pyvenv.cfg (a plain file, unlike the bin/python symlink) marks that the venv exists.
+$(VENV)/pyvenv.cfg: | packages
+	@echo "==> creating $(VENV) with $$(command -v $(PYTHON)) ($$($(PYTHON) --version 2>&1))"
+	$(PYTHON) -m venv $(VENV)
+
+# Editable install of grainlab with its dependencies and the dev extra.
+# Re-run only when pyproject.toml changes or the venv is new.
+$(STAMPS)/venv: pyproject.toml $(VENV)/pyvenv.cfg | packages
+	@echo "==> pip install -e '.[dev]' into $(VENV)"
+	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	@mkdir -p $(STAMPS) && touch $@
+
+# ---- native build (collector + examples) ------------------------------------
+
+# Configure once. pyarrow must be installed first: the collector's Parquet
+# writer shim compiles against the headers and libraries of the pyarrow wheel.
+# -G Ninja only for a new build dir, so an existing one keeps its generator.
+$(BUILD)/CMakeCache.txt: $(STAMPS)/venv | packages
+	@echo "==> configuring $(BUILD)/"
+	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,-G Ninja) \
+	  -DCMAKE_C_COMPILER=$(CC_NATIVE) -DCMAKE_CXX_COMPILER=$(CXX_NATIVE) \
+	  -DGRAINLAB_PYTHON=$(CURDIR)/$(VENV)/bin/python
+	@touch $@
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+# ---- the two commands -------------------------------------------------------
+
+# pytest's own summary is the last line on success. Exit 5 ("no tests ran")
+# is a failure here, never a silent pass.
+test: build
+	@echo "==> $(VENV)/bin/pytest -q tests"
+	@status=0; $(VENV)/bin/pytest -q -rfEs $(PYTEST_ARGS) tests || status=$$?; \
+	case $$status in \
+	  0) ;; \
+	  5) echo "make test: FAILED: pytest collected no tests";; \
+	  *) echo "make test: FAILED (pytest exit status $$status)";; \
+	esac; \
+	exit $$status
+
+demo: build
+	@if ! $(VENV)/bin/python -c 'import grainlab.cli' 2>/dev/null; then \
+	  echo "make demo: the grainlab CLI (grainlab/cli.py) is not in this tree yet; nothing to run"; \
+	  exit 1; \
+	fi
+	@mkdir -p out
+	@echo "==> grainlab record -o $(DEMO_TRACE) -- $(DEMO_APP)"
+	$(GRAINLAB) record -o $(DEMO_TRACE) -- $(DEMO_APP)
+	@echo "==> grainlab info $(DEMO_TRACE)"
+	$(GRAINLAB) info $(DEMO_TRACE)
+	@if $(GRAINLAB) analyze --help >/dev/null 2>&1; then \
+	  echo "==> grainlab analyze $(DEMO_TRACE)"; \
+	  $(GRAINLAB) analyze $(DEMO_TRACE); \
+	else \
+	  echo "(grainlab analyze is not available yet: it is planned, see issue 3)"; \
+	fi
+
+# ---- cleaning ----------------------------------------------------------------
+
+clean:
+	rm -rf $(BUILD) out
+
+distclean: clean
+	rm -rf $(VENV) $(STAMPS)
