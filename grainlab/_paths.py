@@ -1,0 +1,60 @@
+"""Where grainlab's native build artifacts live.
+
+The collector and its helpers are built by CMake into `<repo>/build/lib`
+(examples into `<repo>/build/examples`). GRAINLAB_BUILD_DIR moves the whole
+build; GRAINLAB_COLLECTOR points at a specific collector library.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import BuildArtifactMissing
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+COLLECTOR = "libgraincollect.so"
+EMPTY_TOOL = "libgrainempty.so"
+WRITER = "libgrainwriter.so"
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("GRAINLAB_BUILD_DIR") or REPO_ROOT / "build")
+
+
+def lib_dir() -> Path:
+    return build_dir() / "lib"
+
+
+def examples_dir() -> Path:
+    return build_dir() / "examples"
+
+
+def _existing(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise BuildArtifactMissing(
+            f"{what} not found at {path}: build grainlab first (`make`), "
+            "or set GRAINLAB_BUILD_DIR")
+    return path.resolve()
+
+
+def collector_library() -> Path:
+    """The OMPT collector: $GRAINLAB_COLLECTOR, else build/lib/libgraincollect.so."""
+    env = os.environ.get("GRAINLAB_COLLECTOR")
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise BuildArtifactMissing(
+                f"GRAINLAB_COLLECTOR={env}: no such file")
+        return path.resolve()
+    return _existing(lib_dir() / COLLECTOR, "collector library " + COLLECTOR)
+
+
+def empty_tool_library() -> Path:
+    """An OMPT tool that registers callbacks doing nothing (overhead floor)."""
+    return _existing(lib_dir() / EMPTY_TOOL, "empty OMPT tool " + EMPTY_TOOL)
+
+
+def example(name: str) -> Path:
+    """An example program built from examples/."""
+    return _existing(examples_dir() / name, f"example program {name!r}")

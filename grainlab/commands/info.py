@@ -1,0 +1,61 @@
+"""`grainlab info TRACE [--json]`: what a trace holds."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..trace import load
+
+HELP = "summarize a trace (events, threads, tasks, chunks, ...)"
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "info", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+        epilog="examples:\n  grainlab info fib.parquet\n"
+               "  grainlab info --json fib.parquet | jq .tasks",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace", help="trace file written by `grainlab record`")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object instead of text")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    trace = load(args.trace)
+    summary = trace.summary()
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(render(summary))
+    if not trace.complete:
+        print(f"grainlab: warning: {trace.path} is incomplete: "
+              + "; ".join(trace.problems), file=sys.stderr)
+    return 0
+
+
+def render(s: dict) -> str:
+    ms = s["duration_ns"] / 1e6
+    lines = [
+        f"trace      {s['path']}",
+        f"command    {' '.join(s['command']) if isinstance(s['command'], list) else s['command']}",
+        f"status     {'complete' if s['complete'] else 'INCOMPLETE'} ({s['end_reason']})",
+        f"runtime    {s['runtime'] or 'unknown'}",
+        f"duration   {ms:.3f} ms over {s['threads']} thread(s)",
+        f"events     {s['events']} in {s['row_groups']} row group(s), {s['flushes']} flush(es)",
+        f"regions    {s['parallel_regions']} parallel region(s), {s['implicit_tasks']} implicit task(s)",
+        f"tasks      {s['tasks']} explicit ({s['undeferred_tasks']} undeferred, "
+        f"{s['final_tasks']} final, {s['untied_tasks']} untied, "
+        f"{s['tasks_with_dependences']} with dependences), max depth {s['max_task_depth']}",
+        f"loops      {s['loops']} instance(s): {s['chunks']} chunk(s) "
+        f"({s['inferred_chunks']} inferred) covering {s['iterations']} iteration(s)",
+        f"sync       {s['taskwaits']} taskwait(s), {s['taskgroups']} taskgroup(s), "
+        f"{s['barriers']} barrier(s)",
+        f"counters   {', '.join(s['counters']) or 'none'}"
+        + (f" (unavailable: {', '.join(map(str, s['unavailable_counters']))})"
+           if s['unavailable_counters'] else ""),
+    ]
+    if s["problems"]:
+        lines.append("problems   " + "; ".join(s["problems"]))
+    return "\n".join(lines)

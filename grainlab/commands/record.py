@@ -1,0 +1,261 @@
+"""`grainlab record [-o TRACE] [--counters LIST] -- PROGRAM ARGS...`
+
+Runs PROGRAM with the collector loaded as its OMPT tool and checks that a
+trace came out. Everything that can be checked before the run is (output
+path, program, OpenMP runtime, counter names), so mistakes cost one line, not
+a wasted run. stdin/stdout/stderr go straight to the program; the exit code is
+the program's (128+N if it died of signal N).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .. import _paths, program
+from ..errors import GrainlabError, RecordError, TraceError, UsageError
+from ..trace import load
+
+HELP = "run an OpenMP program with the collector and write a trace"
+
+EPILOG = """\
+examples:
+  grainlab record -o fib.parquet -- ./build/examples/fib 25 8
+  OMP_NUM_THREADS=2 grainlab record -- ./app input.txt
+  grainlab record --counters task-clock,context-switches -o t.parquet -- ./app
+
+counters: Linux software events (task-clock, cpu-clock, page-faults,
+minor-faults, major-faults, context-switches, cpu-migrations) and PAPI
+presets/native events (PAPI_TOT_CYC, ...). Counters the machine cannot count
+are reported once and left out of the trace.
+
+The program must use LLVM's OpenMP runtime (clang -fopenmp). Programs built
+with GCC use libgomp, which has no tool interface; --gomp-compat runs them on
+libomp's GOMP compatibility layer instead.
+"""
+
+SOFTWARE_COUNTERS = ("task-clock", "cpu-clock", "page-faults", "minor-faults",
+                     "major-faults", "context-switches", "cpu-migrations",
+                     "alignment-faults", "emulation-faults")
+PAPI_NAME = re.compile(r"^PAPI_[A-Z0-9_]+$|^[a-z0-9_]+::[A-Za-z0-9_:.=]+$")
+
+# How long after our own SIGINT we wait for the program to stop by itself (it
+# got the same Ctrl-C from the terminal) before forwarding the signal.
+FORWARD_GRACE_S = 2.0
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("record", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+                              epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-o", "--output", default="trace.parquet", metavar="TRACE",
+                   help="trace file to write (default: trace.parquet)")
+    p.add_argument("--counters", metavar="LIST", default=None,
+                   help="comma-separated counters to read at every grain boundary")
+    p.add_argument("--buffer-events", type=_positive_int, metavar="N", default=None,
+                   help="events buffered per thread before a flush "
+                        "(default 65536; memory = threads x N x 56 bytes)")
+    p.add_argument("--gomp-compat", action="store_true",
+                   help="run a libgomp (GCC) program on LLVM libomp's GOMP layer")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no summary line after the run")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
+                   help="the program to record and its arguments")
+    p.set_defaults(run=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {n}")
+    return n
+
+
+def run(args) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("record: no program given (usage: grainlab record "
+                         "[-o TRACE] -- PROGRAM ARGS...)")
+    output = Path(args.output)
+    check_writable(output)
+    counters = check_counters(args.counters)
+    prog = program.inspect(command[0])
+    env = os.environ.copy()
+    cleanup = None
+    if prog.runtime == program.GNU:
+        if not args.gomp_compat:
+            raise RecordError(
+                f"{command[0]} uses GCC's libgomp, which has no OMPT tool interface: "
+                "rebuild it with `clang -fopenmp` (LLVM libomp), or rerun with "
+                "--gomp-compat to run it on libomp's GOMP compatibility layer "
+                "(source locations of some constructs then point into libomp)")
+        cleanup = _use_libomp_for_libgomp(env)
+    elif prog.runtime == program.NONE:
+        raise RecordError(f"{command[0]} does not use OpenMP (no libomp/libgomp "
+                          "linked): nothing to record")
+    collector = _paths.collector_library()
+    env.update({
+        "OMP_TOOL": "enabled",
+        "OMP_TOOL_LIBRARIES": str(collector),
+        "GRAINLAB_OUTPUT": str(output.resolve()),
+    })
+    if counters is not None:
+        env["GRAINLAB_COUNTERS"] = counters
+    if args.buffer_events is not None:
+        env["GRAINLAB_BUFFER_EVENTS"] = str(args.buffer_events)
+    # A stale trace must not pass for this run's.
+    _remove_stale(output)
+    try:
+        code = run_forwarding_signals([str(prog.path)] + command[1:], env)
+    finally:
+        if cleanup:
+            cleanup()
+    return report(output, command[0], code, args.quiet)
+
+
+def check_writable(output: Path) -> None:
+    if output.is_dir():
+        raise RecordError(f"cannot write trace to {output}: is a directory")
+    parent = output.parent if str(output.parent) else Path(".")
+    if not parent.is_dir():
+        raise RecordError(f"cannot write trace to {output}: directory {parent} "
+                          "does not exist")
+    existed = output.exists()
+    try:
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.close(fd)
+    except OSError as e:
+        raise RecordError(f"cannot write trace to {output}: {e.strerror}") from None
+    if not existed:
+        os.unlink(output)
+
+
+def check_counters(spec: str | None) -> str | None:
+    if spec is None:
+        return None
+    names = [n.strip() for n in spec.split(",")]
+    for name in names:
+        if not name:
+            raise UsageError(f"--counters {spec!r}: empty counter name")
+        if name not in SOFTWARE_COUNTERS and not PAPI_NAME.match(name):
+            raise UsageError(
+                f"unknown counter {name!r} (software counters: "
+                f"{', '.join(SOFTWARE_COUNTERS)}; PAPI events look like PAPI_TOT_CYC)")
+    if len(names) > 8:
+        raise UsageError(f"--counters: at most 8 counters, got {len(names)}")
+    return ",".join(names)
+
+
+def _remove_stale(output: Path) -> None:
+    try:
+        output.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise RecordError(f"cannot replace {output}: {e.strerror}") from None
+
+
+def _use_libomp_for_libgomp(env) -> callable:
+    """Make the loader resolve libgomp.so.1 to LLVM's libomp, whose GOMP_*
+    entry points implement GCC's ABI and report OMPT events."""
+    libomp = program.find_libomp()
+    if not libomp:
+        raise RecordError("--gomp-compat: LLVM libomp not found (install "
+                          "libomp-19-dev or set GRAINLAB_LIBOMP)")
+    shim = tempfile.mkdtemp(prefix="grainlab-gomp-")
+    os.symlink(libomp, os.path.join(shim, "libgomp.so.1"))
+    old = env.get("LD_LIBRARY_PATH")
+    env["LD_LIBRARY_PATH"] = shim + (":" + old if old else "")
+
+    def cleanup():
+        os.unlink(os.path.join(shim, "libgomp.so.1"))
+        os.rmdir(shim)
+    return cleanup
+
+
+def run_forwarding_signals(argv, env) -> int:
+    """Run the program; SIGINT/SIGTERM/SIGHUP sent to grainlab reach it too, so
+    its collector can write an incomplete-but-readable trace."""
+    try:
+        child = subprocess.Popen(argv, env=env)
+    except OSError as e:
+        raise RecordError(f"{argv[0]}: cannot run ({e.strerror})") from None
+    pending = []  # signals received, to forward
+
+    def on_signal(signum, frame):
+        pending.append((signum, time.monotonic()))
+
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, on_signal) for s in handled}
+    try:
+        interactive = sys.stdin is not None and os.isatty(sys.stdin.fileno()) \
+            if _has_fileno(sys.stdin) else False
+        forwarded = set()
+        while True:
+            try:
+                return _exit_code(child.wait(timeout=0.1))
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            for i, (signum, when) in enumerate(pending):
+                if i in forwarded:
+                    continue
+                # Ctrl-C at a terminal already reached the program (same process
+                # group): forward only if it is still running after a grace period.
+                if signum == signal.SIGINT and interactive and now - when < FORWARD_GRACE_S:
+                    continue
+                forwarded.add(i)
+                try:
+                    child.send_signal(signum)
+                except ProcessLookupError:
+                    pass
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _has_fileno(stream) -> bool:
+    try:
+        stream.fileno()
+        return True
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def report(output: Path, name: str, code: int, quiet: bool) -> int:
+    """Say what the run left behind, in one line on stderr."""
+    failed = code if code != 0 else 2
+    if not output.exists() or output.stat().st_size == 0:
+        print(f"grainlab: no trace written to {output}: the OpenMP runtime did not "
+              f"load the collector ({name} exited with {code}; is it linked with "
+              "LLVM libomp, and does OMP_TOOL_LIBRARIES reach it?)", file=sys.stderr)
+        return failed
+    try:
+        trace = load(output)
+        summary = trace.summary()
+    except TraceError as e:
+        print(f"grainlab: {e}", file=sys.stderr)
+        return failed
+    what = (f"{summary['events']} events, {summary['threads']} threads, "
+            f"{summary['tasks']} tasks, {summary['chunks']} chunks")
+    if not trace.complete:
+        print(f"grainlab: warning: incomplete trace {output} ({what}): "
+              + "; ".join(trace.problems), file=sys.stderr)
+    elif not quiet:
+        print(f"grainlab: wrote {output} ({what})", file=sys.stderr)
+    return code

@@ -1,0 +1,244 @@
+"""Tasks, parallel regions and their identity (docs/trace-format.md "Identity").
+
+A task's lineage is the path of child numbers from the root, independent of
+scheduling:
+  initial task                         "0"
+  implicit task i of region r of L     "L.p<r>.<i>"   ("L.p<r>" for a single winner)
+  explicit child c of L                "L.<c>"
+Lineages are built level by level (by depth): each step names all children of
+the previous level at once with column operations, so the cost is one pass per
+tree level, not one Python step per task.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import schema as S
+
+
+def build_regions(trace) -> pd.DataFrame:
+    """One row per parallel region: id, encountering task, ordinal on that
+    task, requested team size, flags, begin/end time and thread, identity."""
+    tasks = trace.tasks()
+    return tasks.attrs["regions"]
+
+
+def build_tasks(trace) -> pd.DataFrame:
+    ev = trace.events
+    regions = _regions(ev)
+    initial, implicit = _implicit_tasks(ev, regions)
+    explicit = _explicit_tasks(ev)
+    tasks = pd.concat([initial, implicit, explicit], ignore_index=True)
+    tasks["kind"] = pd.Categorical(tasks["kind"],
+                                   categories=["initial", "implicit", "explicit"])
+    _add_execution_times(ev, tasks)
+    _add_flag_columns(tasks)
+    _add_lineage(tasks, regions)
+    regions["identity"] = _region_identity(tasks, regions)
+    tasks.attrs["regions"] = regions
+    return tasks
+
+
+# ---------------------------------------------------------------------------
+
+
+def _regions(ev) -> pd.DataFrame:
+    begin = ev[ev["event"] == S.PARALLEL_BEGIN]
+    regions = pd.DataFrame({
+        "id": begin["other"].to_numpy(),
+        "encountering_task": begin["task"].to_numpy(),
+        "requested_team_size": begin["count"].to_numpy(),
+        "flags": begin["kind"].to_numpy(),
+        "codeptr": begin["codeptr"].to_numpy(),
+        "thread": begin["thread"].to_numpy(),
+        "begin_ns": begin["time"].to_numpy(),
+        "_tsc": begin["tsc"].to_numpy(),
+    }).drop_duplicates("id")
+    end = ev[ev["event"] == S.PARALLEL_END]
+    end_ns = pd.Series(end["time"].to_numpy(), index=end["other"].to_numpy())
+    end_ns = end_ns[~end_ns.index.duplicated()]
+    regions["end_ns"] = end_ns.reindex(regions["id"].to_numpy()).to_numpy(
+        dtype=np.float64)
+    # Regions are numbered in the order they begin on their encountering task.
+    regions = regions.sort_values(["encountering_task", "_tsc"], kind="stable")
+    regions["ordinal"] = regions.groupby("encountering_task").cumcount().astype(np.int64)
+    return regions.sort_values("_tsc", kind="stable").drop(columns="_tsc").reset_index(drop=True)
+
+
+def _implicit_tasks(ev, regions):
+    begin = ev[ev["event"] == S.IMPLICIT_BEGIN].drop_duplicates("task")
+    flags = begin["kind"].to_numpy()
+    frame = pd.DataFrame({
+        "id": begin["task"].to_numpy(),
+        "parent": np.zeros(len(begin), dtype=np.uint64),
+        "kind": np.where((flags & S.TASK_INITIAL) != 0, "initial", "implicit"),
+        "flags": flags.astype(np.uint32),
+        "codeptr": begin["codeptr"].to_numpy(),
+        "thread": begin["thread"].to_numpy(),
+        "region": begin["other"].to_numpy(),
+        "team_index": begin["value"].to_numpy().astype(np.int64),
+        "team_size": begin["count"].to_numpy().astype(np.int64),
+        "create_ns": begin["time"].to_numpy(),
+        "has_dependences": np.zeros(len(begin), dtype=bool),
+        "_tsc": begin["tsc"].to_numpy(),
+    })
+    is_implicit = frame["kind"].to_numpy() == "implicit"
+    encountering = pd.Series(regions["encountering_task"].to_numpy(),
+                             index=regions["id"].to_numpy())
+    parent = encountering.reindex(frame["region"].to_numpy()).to_numpy(
+        dtype=np.float64, na_value=0)
+    frame.loc[is_implicit, "parent"] = parent[is_implicit].astype(np.uint64)
+    initial = frame[~is_implicit].sort_values("_tsc", kind="stable")
+    return initial, frame[is_implicit]
+
+
+def _explicit_tasks(ev):
+    create = ev[ev["event"] == S.TASK_CREATE].drop_duplicates("task")
+    n = len(create)
+    return pd.DataFrame({
+        "id": create["task"].to_numpy(),
+        "parent": create["other"].to_numpy(),
+        "kind": np.full(n, "explicit"),
+        "flags": create["kind"].to_numpy().astype(np.uint32),
+        "codeptr": create["codeptr"].to_numpy(),
+        "thread": create["thread"].to_numpy(),
+        "region": np.zeros(n, dtype=np.uint64),
+        "team_index": np.full(n, -1, dtype=np.int64),
+        "team_size": np.full(n, -1, dtype=np.int64),
+        "create_ns": create["time"].to_numpy(),
+        "has_dependences": create["value"].to_numpy() != 0,
+        "_tsc": create["tsc"].to_numpy(),
+    })
+
+
+def _add_execution_times(ev, tasks):
+    """begin_ns: first time the task runs; end_ns: when its body finished
+    (NaN when the trace does not say, e.g. an incomplete run)."""
+    ids = tasks["id"].to_numpy()
+    sched = ev[ev["event"] == S.TASK_SCHEDULE]
+    starts = sched.groupby("task", sort=False).agg(
+        begin_ns=("time", "min"), begin_thread=("thread", "first"))
+    done = sched[sched["kind"].isin(S.STATUS_FINISHED)]
+    ends = done.groupby("other", sort=False)["time"].min()
+    imp_end = ev[ev["event"] == S.IMPLICIT_END].groupby("task", sort=False)["time"].max()
+
+    # np.array copies: pandas hands out read-only views.
+    begin_ns = np.array(starts["begin_ns"].reindex(ids), dtype=np.float64)
+    begin_thread = np.array(starts["begin_thread"].reindex(ids), dtype=np.float64)
+    end_ns = np.array(ends.reindex(ids), dtype=np.float64)
+    implicit = tasks["kind"].to_numpy() != "explicit"
+    # Implicit and initial tasks run from IMPLICIT_BEGIN to IMPLICIT_END.
+    begin_ns[implicit] = tasks["create_ns"].to_numpy()[implicit]
+    begin_thread[implicit] = tasks["thread"].to_numpy()[implicit]
+    end_ns[implicit] = imp_end.reindex(ids[implicit]).to_numpy(dtype=np.float64)
+    tasks["begin_ns"] = begin_ns
+    tasks["end_ns"] = end_ns
+    missing = np.isnan(begin_thread)
+    tasks["begin_thread"] = pd.arrays.IntegerArray(
+        np.where(missing, 0, begin_thread).astype(np.int64), missing)
+
+
+def _add_flag_columns(tasks):
+    flags = tasks["flags"].to_numpy()
+    explicit = tasks["kind"].to_numpy() == "explicit"
+    for name, bit in (("undeferred", S.TASK_UNDEFERRED), ("untied", S.TASK_UNTIED),
+                      ("final", S.TASK_FINAL), ("mergeable", S.TASK_MERGEABLE),
+                      ("merged", S.TASK_MERGED)):
+        tasks[name] = explicit & ((flags & np.uint32(bit)) != 0)
+
+
+def _add_lineage(tasks, regions):
+    n = len(tasks)
+    ids = tasks["id"].to_numpy()
+    kind = tasks["kind"].to_numpy()
+    explicit = kind == "explicit"
+    implicit = kind == "implicit"
+    initial = kind == "initial"
+
+    position = pd.Index(ids)
+    parent_pos = position.get_indexer(tasks["parent"].to_numpy())
+    parent_pos[initial] = -1
+
+    # Explicit children are numbered in creation order among their siblings.
+    child_index = np.full(n, -1, dtype=np.int64)
+    exp_rows = np.flatnonzero(explicit)
+    order = exp_rows[np.lexsort((tasks["_tsc"].to_numpy()[exp_rows], parent_pos[exp_rows]))]
+    if len(order):
+        par = parent_pos[order]
+        start = np.r_[True, par[1:] != par[:-1]]
+        run_start = np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))
+        child_index[order] = np.arange(len(order)) - run_start
+    tasks["child_index"] = child_index
+    children = np.bincount(parent_pos[explicit & (parent_pos >= 0)], minlength=n)
+    tasks["children"] = children
+
+    # Implicit suffix ".p<r>.<i>", or ".p<r>" for the single winner: the only
+    # implicit task of its region that creates explicit tasks.
+    ordinal = pd.Series(regions["ordinal"].to_numpy(), index=regions["id"].to_numpy())
+    region_ordinal = ordinal.reindex(tasks["region"].to_numpy()).to_numpy(
+        dtype=np.float64, na_value=-1).astype(np.int64)
+    creators = implicit & (children > 0)
+    creators_in_region = pd.Series(creators).groupby(tasks["region"].to_numpy()).transform("sum").to_numpy()
+    winner = creators & (creators_in_region == 1)
+
+    suffix = np.empty(n, dtype=object)
+    suffix[explicit] = _join(".", child_index[explicit])
+    suffix[implicit] = _join(".p", region_ordinal[implicit], ".", tasks["team_index"].to_numpy()[implicit])
+    suffix[winner] = _join(".p", region_ordinal[winner])
+    tasks["winner"] = winner
+
+    lineage = np.full(n, None, dtype=object)
+    depth = np.full(n, -1, dtype=np.int64)
+    roots = np.flatnonzero(initial)
+    lineage[roots] = _join("", np.arange(len(roots)))
+    depth[roots] = 0
+
+    # Children of each task, grouped: kids[first[p]:first[p]+count[p]].
+    has_parent = np.flatnonzero(parent_pos >= 0)
+    kids = has_parent[np.argsort(parent_pos[has_parent], kind="stable")]
+    count = np.bincount(parent_pos[has_parent], minlength=n)
+    first = np.concatenate(([0], np.cumsum(count)[:-1]))
+    frontier, level = roots, 0
+    while len(frontier):
+        counts = count[frontier]
+        total = int(counts.sum())
+        if total == 0:
+            break
+        offsets = np.repeat(first[frontier] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        nxt = kids[offsets + np.arange(total)]
+        nxt = nxt[depth[nxt] < 0]  # guard against malformed cycles
+        level += 1
+        lineage[nxt] = lineage[parent_pos[nxt]] + suffix[nxt]
+        depth[nxt] = level
+        frontier = nxt
+    tasks["depth"] = depth
+    tasks["lineage"] = lineage
+    tasks.drop(columns="_tsc", inplace=True)
+
+
+def _region_identity(tasks, regions):
+    lineage = pd.Series(tasks["lineage"].to_numpy(), index=tasks["id"].to_numpy())
+    lineage = lineage[~lineage.index.duplicated()]
+    owner = lineage.reindex(regions["encountering_task"].to_numpy()).to_numpy(dtype=object)
+    return _concat_known(owner, _join(".p", regions["ordinal"].to_numpy()))
+
+
+def _concat_known(left, right):
+    """left + right where left is a string; None where left is unknown."""
+    out = np.full(len(left), None, dtype=object)
+    ok = pd.notna(pd.Series(left, dtype=object)).to_numpy()
+    out[ok] = left[ok] + right[ok]
+    return out
+
+
+def _join(*parts) -> np.ndarray:
+    """Element-wise string concatenation of constants and integer columns."""
+    n = max((len(p) for p in parts if not isinstance(p, str)), default=0)
+    out = np.full(n, "", dtype=object)
+    for p in parts:
+        if isinstance(p, str):
+            out = out + p
+        else:
+            out = out + pd.Series(p).astype(str).to_numpy(dtype=object)
+    return out

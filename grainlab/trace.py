@@ -1,0 +1,264 @@
+"""Load and validate a grainlab trace (docs/trace-format.md).
+
+`load(path)` opens the Parquet file, checks it is a grainlab trace this reader
+understands, reads the events as columns and checks they do not contradict each
+other. Bad input raises TraceError with one line naming the file (and, for
+contradictory events, the row group and field). Damage that leaves a usable
+trace (a run stopped by a signal, events dropped) gives a Trace with
+`complete == False` and `problems` saying what is missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import schema as S
+from .errors import TraceError
+
+PARQUET_MAGIC = b"PAR1"
+
+
+def load(path) -> "Trace":
+    """Read and validate the trace at `path`."""
+    path = Path(path)
+    parquet = _open_parquet(path)
+    meta = _parse_metadata(path, parquet)
+    _check_columns(path, parquet)
+    events, row_group_sizes = _read_events(path, parquet, meta)
+    trace = Trace(path, meta, events, row_group_sizes)
+    from .validate import validate  # validation needs the Trace's helpers
+    validate(trace)
+    return trace
+
+
+class Trace:
+    """One recorded run: events as a DataFrame plus the run's metadata.
+
+    Attributes:
+      path      the file
+      meta      metadata dict: keys without the `grainlab.` prefix, JSON values parsed
+      events    DataFrame, one row per event in file order: the trace's columns,
+                `row_group` (int32) and `time` (int64 ns since the collector started)
+      complete  False if the run did not end normally or events are missing
+      problems  list of one-line strings describing recoverable damage
+    """
+
+    def __init__(self, path: Path, meta: dict, events: pd.DataFrame,
+                 row_group_sizes: np.ndarray):
+        self.path = path
+        self.meta = meta
+        self.events = events
+        self.row_group_sizes = row_group_sizes
+        self.complete = bool(meta.get("complete", False))
+        self.problems: list[str] = []
+        if not self.complete:
+            self.problems.append(
+                "run did not end normally (end reason: "
+                f"{meta.get('end_reason', 'unknown')}): trace is incomplete")
+        if int(meta.get("dropped_events", 0) or 0) > 0:
+            self.complete = False
+            self.problems.append(
+                f"{meta['dropped_events']} events were dropped by the collector")
+
+    def __repr__(self):
+        return (f"<grainlab.Trace {self.path} events={len(self.events)} "
+                f"threads={self.threads} complete={self.complete}>")
+
+    # -- simple facts -----------------------------------------------------
+    @property
+    def thread_ids(self) -> np.ndarray:
+        """Sorted collector thread indices that recorded events."""
+        return np.unique(self.events["thread"].to_numpy())
+
+    @property
+    def threads(self) -> int:
+        """Number of threads that recorded events."""
+        return int(len(self.thread_ids))
+
+    @property
+    def counters(self) -> list[str]:
+        """Names of the counters recorded as columns (`counter:<name>`)."""
+        return [c[len(S.COUNTER_PREFIX):] for c in self.events.columns
+                if c.startswith(S.COUNTER_PREFIX)]
+
+    @property
+    def hz(self) -> float:
+        return float(self.meta["clock"]["hz"])
+
+    def of(self, *events: int) -> pd.DataFrame:
+        """Rows of the given event kinds, in file order."""
+        return self.events[self.events["event"].isin(events)]
+
+    # -- derived tables (computed once, on first use) ---------------------
+    def tasks(self) -> pd.DataFrame:
+        """One row per task (initial, implicit, explicit) with its lineage."""
+        return self._tasks
+
+    def chunks(self) -> pd.DataFrame:
+        """One row per loop chunk (worksharing, taskloop, distribute)."""
+        return self._loops_and_chunks[1]
+
+    def loops(self) -> pd.DataFrame:
+        """One row per loop instance (worksharing loop, sections, taskloop...)."""
+        return self._loops_and_chunks[0]
+
+    def regions(self) -> pd.DataFrame:
+        """One row per parallel region with its identity."""
+        return self._regions
+
+    @cached_property
+    def _tasks(self):
+        from .lineage import build_tasks
+        return build_tasks(self)
+
+    @cached_property
+    def _regions(self):
+        from .lineage import build_regions
+        return build_regions(self)
+
+    @cached_property
+    def _loops_and_chunks(self):
+        from .chunks import build_loops_and_chunks
+        return build_loops_and_chunks(self)
+
+    def summary(self) -> dict:
+        """Counts and facts about the run (what `grainlab info --json` prints)."""
+        from .summary import summarize
+        return summarize(self)
+
+
+# ---------------------------------------------------------------------------
+# Opening and checking the file
+
+
+def _open_parquet(path: Path) -> pq.ParquetFile:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
+    if path.is_dir():
+        raise TraceError(f"{path}: is a directory, not a trace file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            f.seek(max(size - 4, 0))
+            tail = f.read(4)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
+    if size < 12 or head != PARQUET_MAGIC:
+        raise TraceError(f"{path}: truncated or not a Parquet file "
+                         f"({size} bytes, no Parquet header)")
+    if tail != PARQUET_MAGIC:
+        raise TraceError(
+            f"{path}: truncated or not a Parquet file (no Parquet footer: "
+            "the recording was cut short, e.g. killed with SIGKILL)")
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise TraceError(
+            f"{path}: truncated or not a Parquet file ({_first_line(e)})") from None
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
+
+
+def _parse_metadata(path: Path, parquet: pq.ParquetFile) -> dict:
+    raw = parquet.metadata.metadata or {}
+    kv = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+          for k, v in raw.items()}
+    if "grainlab.schema_version" not in kv:
+        raise TraceError(
+            f"{path}: a Parquet file but not a grainlab trace "
+            "(no grainlab.schema_version in its metadata)")
+    version_text = kv["grainlab.schema_version"]
+    try:
+        version = int(version_text)
+    except ValueError:
+        raise TraceError(f"{path}: metadata grainlab.schema_version is "
+                         f"{version_text!r}, not an integer") from None
+    if version > S.SCHEMA_VERSION:
+        raise TraceError(
+            f"{path}: trace schema version {version} is newer than this grainlab "
+            f"reads (up to {S.SCHEMA_VERSION}): upgrade grainlab")
+    if version < 1:
+        raise TraceError(f"{path}: invalid trace schema version {version}")
+    meta = {}
+    for key, text in kv.items():
+        if not key.startswith("grainlab."):
+            continue
+        name = key[len("grainlab."):]
+        meta[name] = _parse_value(text)
+    meta["schema_version"] = version
+    meta["complete"] = kv.get("grainlab.complete", "false").strip().lower() == "true"
+    clock = meta.get("clock")
+    hz = clock.get("hz") if isinstance(clock, dict) else None
+    if not isinstance(hz, (int, float)) or not np.isfinite(hz) or hz <= 0:
+        raise TraceError(f"{path}: metadata grainlab.clock has no valid `hz` "
+                         "(cannot convert ticks to time)")
+    return meta
+
+
+def _parse_value(text: str):
+    """Metadata values are JSON where structured, plain strings otherwise."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _check_columns(path: Path, parquet: pq.ParquetFile) -> None:
+    arrow_schema = parquet.schema_arrow
+    names = set(arrow_schema.names)
+    missing = [c for c in S.COLUMNS if c not in names]
+    if missing:
+        raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
+    for column, type_name in S.COLUMNS.items():
+        actual = arrow_schema.field(column).type
+        if str(actual) != type_name:
+            raise TraceError(f"{path}: column {column} has type {actual}, "
+                             f"expected {type_name}")
+    for name in names:
+        if name.startswith(S.COUNTER_PREFIX):
+            actual = arrow_schema.field(name).type
+            if not pa.types.is_integer(actual):
+                raise TraceError(f"{path}: counter column {name} has type "
+                                 f"{actual}, expected int64")
+
+
+def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
+    try:
+        table = parquet.read(use_threads=True)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise TraceError(f"{path}: corrupt data ({_first_line(e)})") from None
+    row_group_sizes = np.array(
+        [parquet.metadata.row_group(i).num_rows
+         for i in range(parquet.metadata.num_row_groups)], dtype=np.int64)
+    columns = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if name.startswith(S.COUNTER_PREFIX):
+            # Nullable int64: counters are null on rows that do not bound a fragment.
+            columns[name] = pd.array(col.to_numpy(zero_copy_only=False)
+                                     if col.null_count == 0 else col.to_pandas(
+                                         types_mapper={pa.int64(): pd.Int64Dtype()}.get),
+                                     dtype=pd.Int64Dtype())
+        else:
+            columns[name] = col.to_numpy()
+    events = pd.DataFrame(columns, copy=False)
+    events["row_group"] = np.repeat(
+        np.arange(len(row_group_sizes), dtype=np.int32), row_group_sizes)
+    hz = float(meta["clock"]["hz"])
+    tsc = events["tsc"].to_numpy()
+    events["time"] = np.rint(tsc.astype(np.float64) * (1e9 / hz)).astype(np.int64)
+    return events, row_group_sizes
