@@ -52,7 +52,7 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
     task_data->value = gl_new_id(t);
     uint64_t region = (flags & ompt_task_initial) ? 0 : id_of(parallel_data);
     if (t->nimplicit < GL_NEST)
-      t->implicit[t->nimplicit] = (gl_implicit){task_data->value, index, team};
+      t->implicit[t->nimplicit] = (gl_implicit){task_data->value, region, index, team};
     t->nimplicit++;
     gl_record(t, GL_EV_IMPLICIT_BEGIN, task_data->value, region, 0, index, team,
               (uint32_t)flags, 1);
@@ -94,8 +94,13 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
                            const void *codeptr_ra) {
   gl_thread *t = gl_self();
   if (!t) return;
+  uint64_t region = id_of(parallel_data);
+  /* libomp passes no parallel data at the end of a region's implicit barrier:
+   * the barrier belongs to the region of the thread's current implicit task. */
+  if (!region && t->nimplicit > 0 && t->nimplicit <= GL_NEST)
+    region = t->implicit[t->nimplicit - 1].region;
   gl_record(t, endpoint == ompt_scope_begin ? GL_EV_SYNC_BEGIN : GL_EV_SYNC_END,
-            id_of(task_data), id_of(parallel_data), codeptr_ra, 0, 0, (uint32_t)kind, 1);
+            id_of(task_data), region, codeptr_ra, 0, 0, (uint32_t)kind, 1);
 }
 
 static int is_loop(ompt_work_t type) {
@@ -111,17 +116,20 @@ static void on_work(ompt_work_t type, ompt_scope_endpoint_t endpoint,
   if (!t) return;
   uint64_t task = id_of(task_data), region = id_of(parallel_data);
   if (endpoint == ompt_scope_begin) {
+    uint64_t tsc = gl_clock_now();
     if (is_loop(type)) {
       if (t->nloops < GL_NEST) {
         uint32_t team = t->nimplicit > 0 && t->nimplicit <= GL_NEST
                             ? t->implicit[t->nimplicit - 1].team
                             : 1;
         t->loops[t->nloops] = (gl_loop){.task = task, .parallel = region, .count = count,
-                                        .work_type = (uint32_t)type, .team = team};
+                                        .begin_tsc = tsc, .work_type = (uint32_t)type,
+                                        .team = team};
       }
       t->nloops++;
     }
-    gl_record(t, GL_EV_WORK_BEGIN, task, region, codeptr_ra, 0, count, (uint32_t)type, 1);
+    gl_record_at(t, tsc, GL_EV_WORK_BEGIN, task, region, codeptr_ra, 0, count,
+                 (uint32_t)type, 0, 1);
     return;
   }
   uint64_t end_tsc = gl_clock_now();

@@ -11,6 +11,14 @@
 #include "static_chunks.h"
 
 void gl_infer_static_chunks(gl_thread *t, const gl_loop *l, uint64_t end_tsc) {
+  if (l->nchunks == 0 && l->team == 1 && l->count > 0) {
+    /* A team of one (serialized region, orphaned loop, 1 thread): libomp gives
+     * the thread the whole iteration space at once and reports no chunk. */
+    uint64_t tsc = l->begin_tsc, last = gl_last_tsc(t);
+    gl_record_at(t, tsc < last ? last : tsc, GL_EV_CHUNK, l->task, l->parallel, 0, 0,
+                 l->count, 3 /* ompt_dispatch_ws_loop_chunk */, GL_CHUNK_INFERRED, 0);
+    return;
+  }
   if (l->nchunks != 1 || l->team == 0 || l->first_iters == 0) return;
   uint64_t n = l->first_iters, stride = (uint64_t)l->team * n;
   if (l->first_start + stride >= l->count) return; /* the thread had one chunk */

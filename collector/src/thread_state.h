@@ -18,7 +18,7 @@
 /* The implicit task a thread is executing (libomp reports team size 0 at
  * implicit-task end, so begin's values are kept here). */
 typedef struct gl_implicit {
-  uint64_t id;
+  uint64_t id, region;
   uint32_t index, team;
 } gl_implicit;
 
@@ -27,6 +27,7 @@ typedef struct gl_implicit {
 typedef struct gl_loop {
   uint64_t task, parallel; /* ids, for the inferred rows */
   uint64_t count;          /* iteration count reported at WORK_BEGIN */
+  uint64_t begin_tsc;      /* WORK_BEGIN */
   uint64_t first_start, first_iters, first_tsc;
   uint32_t work_type, team, nchunks;
 } gl_loop;
@@ -75,7 +76,12 @@ static inline void gl_record_at(gl_thread *t, uint64_t tsc, uint8_t event,
                                 uint64_t task, uint64_t other, const void *codeptr,
                                 uint64_t value, uint64_t count, uint32_t kind,
                                 uint8_t flags, int read_counters) {
-  if (__builtin_expect(t->pos >= t->cap, 0)) gl_flush_full(t);
+  if (__builtin_expect(t->pos >= t->cap, 0)) {
+    gl_flush_full(t);
+    /* The row lands after FLUSH_END: keep the thread's rows in time order. */
+    uint64_t after = t->events[t->pos - 1].tsc;
+    if (tsc < after) tsc = after;
+  }
   uint32_t i = t->pos;
   gl_event_t *e = &t->events[i];
   e->tsc = tsc;

@@ -123,6 +123,11 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
   if (n < 0) return 0; /* gl_counters_init printed the one-line reason */
   gl_ncounters = n;
   gl_flush_configure(gl_run.output_path, gl_counters_names());
+  /* Arrow's default (mimalloc/jemalloc) pool fails to initialise when the
+   * writer is first used on a libomp worker thread ("cannot create default
+   * memory pool", then abort). The plain malloc pool works everywhere; set it
+   * now, while the process is single-threaded, unless the user chose one. */
+  setenv("ARROW_DEFAULT_MEMORY_POOL", "system", 0);
   snprintf(runtime_name, sizeof runtime_name, "%s", runtime_version ? runtime_version : "");
   runtime_ompt_version = omp_version;
   return &result;
