@@ -214,7 +214,7 @@ def _add_lineage(tasks, regions):
         frontier = nxt
     tasks["depth"] = depth
     tasks["lineage"] = lineage
-    tasks.drop(columns="_tsc", inplace=True)
+    del tasks["_tsc"]
 
 
 def _region_identity(tasks, regions):

@@ -1,0 +1,97 @@
+"""Shared fixtures: the native build, running the real `grainlab` CLI, and
+traces of the example programs recorded once per test session.
+
+Build artifacts missing is a FAILURE, not a skip: CI always builds them
+(`make test`), so a missing collector means a broken build.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tracegen helpers
+
+from grainlab import _paths  # noqa: E402
+
+
+def build_dir() -> Path:
+    return _paths.build_dir()
+
+
+@pytest.fixture(scope="session")
+def build():
+    """The build directory; fails the test if the native parts are not built."""
+    root = build_dir()
+    missing = [str(p) for p in (root / "lib" / _paths.COLLECTOR,
+                                root / "lib" / _paths.EMPTY_TOOL,
+                                root / "lib" / _paths.WRITER,
+                                root / "examples" / "fib")
+               if not p.is_file()]
+    if missing:
+        pytest.fail("build artifacts missing (run `make build`): " + ", ".join(missing))
+    return root
+
+
+@pytest.fixture(scope="session")
+def example(build):
+    def path(name: str) -> str:
+        p = build / "examples" / name
+        if not p.is_file():
+            pytest.fail(f"example program {p} not built")
+        return str(p)
+    return path
+
+
+def grainlab(*args, env=None, timeout=120, **kw) -> subprocess.CompletedProcess:
+    """Run the real `grainlab` command line in a child Python."""
+    full_env = os.environ.copy()
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "grainlab.cli", *map(str, args)],
+                          capture_output=True, text=True, env=full_env, timeout=timeout,
+                          cwd=kw.pop("cwd", None), **kw)
+
+
+def assert_one_line_error(result, *fragments):
+    """A user error: exit code 2, exactly one line on stderr, no traceback."""
+    err = result.stderr
+    assert result.returncode == 2, (result.returncode, err)
+    assert "Traceback" not in err, err
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("grainlab: "), err
+    for f in fragments:
+        assert f.lower() in lines[0].lower(), (f, lines[0])
+
+
+class Recorder:
+    """Records example programs with `grainlab record`, once per distinct
+    (program, args, threads, env) in the session."""
+
+    def __init__(self, tmp: Path, example):
+        self.tmp = tmp
+        self.example = example
+        self.cache: dict = {}
+
+    def __call__(self, name, *args, threads=2, env=None, extra=()):
+        key = (name, args, threads, tuple(sorted((env or {}).items())), tuple(extra))
+        if key not in self.cache:
+            out = self.tmp / f"{name}-{'_'.join(map(str, args))}-t{threads}-{len(self.cache)}.parquet"
+            result = grainlab("record", "-q", "-o", out, *extra, "--",
+                              self.example(name), *args,
+                              env={"OMP_NUM_THREADS": str(threads), **(env or {})})
+            assert result.returncode == 0, result.stderr
+            assert "Traceback" not in result.stderr, result.stderr
+            from grainlab import load
+            self.cache[key] = load(out)
+        return self.cache[key]
+
+
+@pytest.fixture(scope="session")
+def record(tmp_path_factory, example):
+    """record(name, *args, threads=2) -> grainlab.Trace of that example run."""
+    return Recorder(tmp_path_factory.mktemp("traces"), example)
