@@ -1,0 +1,324 @@
+"""GraphML export of a grain graph, for yEd and Cytoscape (thesis §5.4.1, §5.5).
+
+Every attribute gets a typed `<key>` declared before the graph (GraphML types
+int / long / double / boolean / string), so Cytoscape and networkx read numbers
+as numbers. Each node also carries yFiles `nodegraphics` (a `y:ShapeNode`) and
+each edge `edgegraphics`, so yEd draws the grain graph the way the thesis does:
+fragments and chunks as rectangles whose width is proportional to their
+duration, forks as green circles, joins as orange circles, book-keeping in
+turquoise, and the critical path with red borders and red edges. yEd places all
+nodes at the origin: apply Layout > Hierarchic (top to bottom) after opening.
+
+Node attributes: the columns of `g.nodes` (type, grain, duration, start, end,
+thread, on_critical_path, ...), the owner's `identity` and `source` location,
+and every column of `g.grains` mapped onto the nodes of that grain (a name that
+clashes with a node column is prefixed `grain_`: `grain_start`, ...). Values
+that do not exist (NaN metrics, nodes of contexts for grain columns) are left
+out, as GraphML intends. Edge attributes: type, on_critical_path (and count for
+reduced graphs).
+
+The file is written in batches of rows, each built column-wise by Arrow
+kernels (see `_text`), so a graph of millions of nodes never becomes millions
+of Python objects.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _text as T
+from ._labels import owner_identity, owner_index, source_column
+
+NS = ('xmlns="http://graphml.graphdrawing.org/xmlns" '
+      'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+      'xmlns:y="http://www.yworks.com/xml/graphml" '
+      'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
+      'http://www.yworks.com/xml/schema/graphml/1.1/ygraphml.xsd"')
+
+# Node look per type (thesis Fig. 5.3): (yEd shape, fill colour).
+NODE_STYLE = {
+    "fragment": ("rectangle", "#C6D4E8"),
+    "chunk": ("rectangle", "#7BC96F"),
+    "fork": ("ellipse", "#2CA02C"),
+    "join": ("ellipse", "#FF8C00"),
+    "bookkeeping": ("rectangle", "#40E0D0"),
+}
+UNKNOWN_STYLE = ("rectangle", "#FFFFFF")
+# Types whose rectangle width scales with duration.
+SCALED_TYPES = ("fragment", "chunk")
+MIN_WIDTH, MAX_WIDTH, HEIGHT = 20, 300, 30
+CIRCLE = 24
+BOOKKEEPING_SIZE = 16
+EDGE_COLOUR = {
+    "creation": "#2CA02C",        # green, as in the thesis
+    "synchronization": "#FF8C00",  # orange
+    "continuation": "#000000",
+    "dependence": "#7B3FA0",
+}
+CRITICAL = "#FF0000"
+
+# GraphML attribute types (attr.type).
+GRAPHML_TYPES = ("boolean", "int", "long", "double", "string")
+
+
+@dataclass
+class Attribute:
+    """One GraphML key: its declaration and how to get its values for rows
+    start..stop as Arrow text (null = leave the data element out)."""
+    key: str
+    domain: str        # "node" | "edge" | "graph"
+    name: str
+    type: str          # one of GRAPHML_TYPES
+    text: Callable[[int, int], pa.Array]
+
+    def declaration(self) -> str:
+        return (f'  <key id="{self.key}" for="{self.domain}" '
+                f'attr.name={quoteattr(self.name)} attr.type="{self.type}"/>\n')
+
+    def data(self, start: int, stop: int) -> pa.Array:
+        return T.optional(f'<data key="{self.key}">', self.text(start, stop), "</data>")
+
+
+def graphml_type(dtype) -> str:
+    """GraphML attr.type for a pandas dtype."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if pd.api.types.is_integer_dtype(dtype):
+        itemsize = np.dtype(getattr(dtype, "numpy_dtype", dtype)).itemsize
+        signed = pd.api.types.is_signed_integer_dtype(dtype)
+        return "int" if itemsize < 4 or (itemsize == 4 and signed) else "long"
+    if pd.api.types.is_float_dtype(dtype):
+        return "double"
+    return "string"
+
+
+def text_of(arr: pa.Array, gtype: str) -> pa.Array:
+    """Values of one column as GraphML text (null where there is no value)."""
+    if gtype == "boolean":
+        return T.bools(arr)
+    if gtype in ("int", "long"):
+        return T.ints(arr)
+    if gtype == "double":
+        # Java's Double.parseDouble (yEd, Cytoscape) and Python's float() both
+        # read "Infinity"; NaN means "no value" and is left out.
+        return T.floats(arr, nan=None, inf="Infinity")
+    return T.xml_escaped(arr)
+
+
+def column_attribute(key, domain, name, series: pd.Series) -> Attribute:
+    gtype = graphml_type(series.dtype)
+    values = series
+
+    def text(start, stop):
+        return text_of(T.to_arrow(values.iloc[start:stop]), gtype)
+    return Attribute(key, domain, name, gtype, text)
+
+
+def mapped_attribute(key, name, column: pd.Series, owner: np.ndarray) -> Attribute:
+    """A grain-table column shown on every node of that grain."""
+    gtype = graphml_type(column.dtype)
+    full = T.to_arrow(column)
+    n = len(column)
+
+    def text(start, stop):
+        return text_of(full.take(owner_index(owner[start:stop], n)), gtype)
+    return Attribute(key, "node", name, gtype, text)
+
+
+# ---------------------------------------------------------------------------
+
+
+def write_graphml(g, path, reduced: bool = False) -> dict:
+    """Write grain graph `g` (or `g.reduce()` if `reduced`) as GraphML to `path`.
+    Returns {"nodes", "edges", "bytes"}."""
+    if reduced:
+        r = g.reduce()
+        nodes, edges = r.nodes, r.edges
+        if "on_critical_path" not in edges.columns:
+            edges = edges.assign(on_critical_path=_reduced_edge_critical(g, r))
+    else:
+        nodes, edges = g.nodes, g.edges
+    node_ids = nodes.index.to_numpy()
+    owner = nodes["grain"].to_numpy(dtype=np.int64)
+
+    node_attrs = _node_attributes(g, nodes, owner)
+    edge_attrs = [column_attribute(f"e{i}", "edge", name, edges[name])
+                  for i, name in enumerate(c for c in edges.columns
+                                           if c not in ("src", "dst"))]
+    graph_attrs = _graph_attributes(g, reduced)
+    graphics_node = _NodeGraphics(nodes, owner, g)
+    graphics_edge = _EdgeGraphics(edges)
+
+    path = Path(path)
+    with open(path, "wb") as f:
+        head = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n',
+                f"<graphml {NS}>\n"]
+        head += [a.declaration() for a in graph_attrs + node_attrs + edge_attrs]
+        head += ['  <key id="ng" for="node" yfiles.type="nodegraphics"/>\n',
+                 '  <key id="eg" for="edge" yfiles.type="edgegraphics"/>\n',
+                 '  <graph id="G" edgedefault="directed">\n']
+        head += [f'    <data key="{a.key}">{a.text(0, 1)[0].as_py()}</data>\n'
+                 for a in graph_attrs]
+        f.write("".join(head).encode())
+
+        for start, stop in T.batches(len(nodes)):
+            ids = T.ints(pa.array(node_ids[start:stop]))
+            pieces = ['    <node id="n', ids, '">']
+            pieces += [a.data(start, stop) for a in node_attrs]
+            pieces += [graphics_node.text(start, stop), "</node>\n"]
+            T.write_rows(f, T.join(pieces))
+
+        src = edges["src"].to_numpy()
+        dst = edges["dst"].to_numpy()
+        for start, stop in T.batches(len(edges)):
+            pieces = ['    <edge id="e', T.ints(pa.array(np.arange(start, stop))),
+                      '" source="n', T.ints(pa.array(src[start:stop])),
+                      '" target="n', T.ints(pa.array(dst[start:stop])), '">']
+            pieces += [a.data(start, stop) for a in edge_attrs]
+            pieces += [graphics_edge.text(start, stop), "</edge>\n"]
+            T.write_rows(f, T.join(pieces))
+        f.write(b"  </graph>\n</graphml>\n")
+        size = f.tell()
+    return {"nodes": len(nodes), "edges": len(edges), "bytes": size}
+
+
+def _node_attributes(g, nodes: pd.DataFrame, owner: np.ndarray) -> list[Attribute]:
+    attrs: list[Attribute] = []
+    first = ["type", "grain"]
+    rest = [c for c in nodes.columns if c not in first]
+    for name in first + rest:
+        attrs.append(column_attribute(f"n{len(attrs)}", "node", name, nodes[name]))
+
+    identities = owner_identity(g)
+    n_owners = len(identities)
+    attrs.append(Attribute(f"n{len(attrs)}", "node", "identity", "string",
+                           lambda a, b: T.xml_escaped(identities.take(
+                               owner_index(owner[a:b], n_owners)))))
+
+    grains = g.grains
+    source = source_column(grains)
+    taken = {a.name for a in attrs}
+    if source is not None:
+        attrs.append(mapped_attribute(f"n{len(attrs)}", "source",
+                                      grains[source].astype(object), owner))
+        taken.add("source")
+    for name in grains.columns:
+        if name in ("identity", source):
+            continue
+        shown = f"grain_{name}" if name in taken else name
+        column = grains[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            column = column.astype(object)
+        attrs.append(mapped_attribute(f"n{len(attrs)}", shown, column, owner))
+        taken.add(shown)
+    return attrs
+
+
+def _graph_attributes(g, reduced: bool) -> list[Attribute]:
+    facts = {"reduced": bool(reduced)}
+    for name in ("work", "span", "grain_work", "parallelism"):
+        value = getattr(g, name, None)
+        if value is not None:
+            facts[name] = value
+    facts["grains"] = len(g.grains)
+    attrs = []
+    for i, (name, value) in enumerate(facts.items()):
+        s = pd.Series([value])
+        attrs.append(column_attribute(f"g{i}", "graph", name, s))
+    return attrs
+
+
+def _reduced_edge_critical(g, r) -> np.ndarray:
+    """A reduced edge is on the critical path when a critical original edge
+    between two different groups was merged into it."""
+    group = r.group.reindex(g.nodes.index).to_numpy()
+    crit = g.edges[g.edges["on_critical_path"].to_numpy(dtype=bool)]
+    a = group[crit["src"].to_numpy()]
+    b = group[crit["dst"].to_numpy()]
+    pairs = pd.MultiIndex.from_arrays([a[a != b], b[a != b]])
+    mine = pd.MultiIndex.from_arrays([r.edges["src"].to_numpy(),
+                                      r.edges["dst"].to_numpy()])
+    return mine.isin(pairs)
+
+
+class _NodeGraphics:
+    """yFiles ShapeNode per node: shape/fill by type, width by duration,
+    red border on the critical path, identity as label for grain nodes."""
+
+    def __init__(self, nodes: pd.DataFrame, owner: np.ndarray, g):
+        types = nodes["type"].astype(str).to_numpy()
+        names = list(NODE_STYLE)
+        code = np.full(len(types), len(names), dtype=np.int32)
+        for i, name in enumerate(names):
+            code[types == name] = i
+        self.code = code
+        styles = [NODE_STYLE[n] for n in names] + [UNKNOWN_STYLE]
+        self.shape = pa.array([s[0] for s in styles])
+        self.fill = pa.array([s[1] for s in styles])
+        duration = nodes["duration"].to_numpy(dtype=np.float64)
+        scaled = np.isin(code, [names.index(t) for t in SCALED_TYPES])
+        dmax = duration[scaled].max() if scaled.any() else 0.0
+        width = np.full(len(code), float(CIRCLE))
+        if dmax > 0:
+            width[scaled] = MIN_WIDTH + (MAX_WIDTH - MIN_WIDTH) * duration[scaled] / dmax
+        else:
+            width[scaled] = MIN_WIDTH
+        width[code == names.index("bookkeeping")] = BOOKKEEPING_SIZE
+        height = np.where(scaled, HEIGHT, np.where(
+            code == names.index("bookkeeping"), BOOKKEEPING_SIZE, CIRCLE))
+        self.width = np.rint(width).astype(np.int64)
+        self.height = height.astype(np.int64)
+        self.critical = nodes["on_critical_path"].to_numpy(dtype=bool)
+        identities = owner_identity(g)
+        self.labels = identities
+        self.owner = owner
+        self.scaled = scaled
+
+    def text(self, start, stop) -> pa.Array:
+        code = pa.array(self.code[start:stop])
+        crit = pa.array(self.critical[start:stop])
+        label_idx = owner_index(np.where(self.scaled[start:stop],
+                                         self.owner[start:stop], -1), len(self.labels))
+        label = pc.fill_null(T.xml_escaped(self.labels.take(label_idx)), "")
+        return T.join([
+            '<data key="ng"><y:ShapeNode><y:Geometry height="',
+            T.ints(pa.array(self.height[start:stop])), '" width="',
+            T.ints(pa.array(self.width[start:stop])), '" x="0" y="0"/><y:Fill color="',
+            self.fill.take(code), '" transparent="false"/><y:BorderStyle color="',
+            pc.if_else(crit, CRITICAL, "#000000"), '" type="line" width="',
+            pc.if_else(crit, "3.0", "1.0"), '"/><y:NodeLabel>', label,
+            '</y:NodeLabel><y:Shape type="', self.shape.take(code),
+            '"/></y:ShapeNode></data>'])
+
+
+class _EdgeGraphics:
+    """yFiles PolyLineEdge: colour by edge type, red and thick on the critical path."""
+
+    def __init__(self, edges: pd.DataFrame):
+        types = edges["type"].astype(str).to_numpy()
+        names = list(EDGE_COLOUR)
+        code = np.full(len(types), len(names), dtype=np.int32)
+        for i, name in enumerate(names):
+            code[types == name] = i
+        self.code = code
+        self.colour = pa.array(list(EDGE_COLOUR.values()) + ["#808080"])
+        self.critical = (edges["on_critical_path"].to_numpy(dtype=bool)
+                         if "on_critical_path" in edges.columns
+                         else np.zeros(len(edges), dtype=bool))
+        self.dashed = code == names.index("dependence")
+
+    def text(self, start, stop) -> pa.Array:
+        crit = pa.array(self.critical[start:stop])
+        colour = pc.if_else(crit, CRITICAL, self.colour.take(pa.array(self.code[start:stop])))
+        return T.join([
+            '<data key="eg"><y:PolyLineEdge><y:LineStyle color="', colour,
+            '" type="', pc.if_else(pa.array(self.dashed[start:stop]), "dashed", "line"),
+            '" width="', pc.if_else(crit, "3.0", "1.0"),
+            '"/><y:Arrows source="none" target="standard"/></y:PolyLineEdge></data>'])

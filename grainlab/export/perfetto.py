@@ -1,0 +1,315 @@
+"""Chrome trace-event JSON of a grain graph, for ui.perfetto.dev (and chrome://tracing).
+
+Layout (one process, one track per collector thread):
+- metadata: `process_name` (program and pid), `thread_name` / `thread_sort_index`
+  per collector thread. tid = collector thread index + 1 (tid 0 is special to
+  trace viewers: the idle task), named "thread <index>".
+- slices (`"ph": "X"`, ts/dur in microseconds with three decimals, i.e. exact ns):
+  * every grain once (cat `task` / `chunk`), named by its source location when
+    the grain table has one, else by identity, on the thread that started it,
+    from its start to its last node on that thread; `args` hold identity, grain
+    id and every grain-table column (metrics included; NaN/inf left out). A
+    grain that continues on other threads (untied tasks) gets one more slice per
+    such thread (cat `task-part`).
+  * the initial and implicit tasks (cat `context`) so each thread's timeline
+    shows which region it worked for;
+  * runtime work with a duration (cat `runtime`): task creation (`create`), joins
+    with a waiting thread (`taskwait`, `taskgroup`, ...) and book-keeping.
+    Barriers shared by a whole team have no single thread and are not drawn.
+  Slices of one thread nest (a child run inside a taskwait is inside the join
+  slice, inside the parent's slice); they are written sorted by (thread, start,
+  longest first) so equal-start parents precede their children.
+- flows (`"ph": "s"` / `"ph": "f"`, `"bp": "e"`): one arrow per creation,
+  synchronization and dependence edge whose two ends ran on known threads,
+  from the creating fork (or the grain's last moment) to the child's first node
+  (or the join's completion). Each arrow has its own id.
+
+No `displayTimeUnit`: Perfetto would read it as the unit of `ts`.
+The file is written in batches built column-wise (see `_text`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _text as T
+from ._labels import owner_identity, owner_index, source_column
+
+RUNTIME_NAMES = {"fork": "create", "bookkeeping": "bookkeeping"}
+FLOW_TYPES = ("creation", "synchronization", "dependence")
+# Tie-break for equal (thread, start, duration): enclosing kinds first.
+RANK_CONTEXT, RANK_GRAIN, RANK_PART, RANK_RUNTIME = 0, 1, 2, 3
+
+
+def write_perfetto(g, path) -> dict:
+    """Write `g` as Chrome trace-event JSON to `path`.
+    Returns counts: {"slices", "grain_slices", "flows", "bytes"}."""
+    nodes = g.nodes
+    pid = _pid(g)
+    slices = _Slices()
+    identities = owner_identity(g)
+    _add_grains(g, slices, identities)
+    _add_contexts(g, slices)
+    _add_runtime(g, slices, identities)
+    flows = _flows(g)
+
+    path = Path(path)
+    with open(path, "wb") as f:
+        f.write(b'{"traceEvents":[\n')
+        n_slices = slices.write(f, pid)
+        n_flows = _write_flows(f, flows, pid)
+        threads = np.unique(np.concatenate(
+            [nodes["thread"].to_numpy(dtype=np.int64), g.grains["thread"].to_numpy(dtype=np.int64)]))
+        threads = threads[threads >= 0]
+        meta = [_meta("thread_name", pid, t + 1, {"name": f"thread {t}"}) for t in threads]
+        meta += [_meta("thread_sort_index", pid, t + 1, {"sort_index": int(t)}) for t in threads]
+        meta.append(_meta("process_name", pid, None, {"name": _process_name(g, pid)}))
+        f.write(",\n".join(meta).encode())
+        f.write(b'\n],"otherData":{"generator":"grainlab export --perfetto"}}\n')
+        size = f.tell()
+    return {"slices": n_slices, "grain_slices": slices.grain_slices,
+            "flows": n_flows, "bytes": size}
+
+
+# ---------------------------------------------------------------------------
+# Slices
+
+
+class _Slices:
+    """Slice groups (columns) collected, then sorted and written together."""
+
+    def __init__(self):
+        self.groups = []       # dicts of numpy columns + Arrow text
+        self.grain_slices = 0
+
+    def add(self, thread, start, end, rank, cat, name, args):
+        start = np.asarray(start, dtype=np.int64)
+        end = np.maximum(np.asarray(end, dtype=np.int64), start)
+        self.groups.append(dict(thread=np.asarray(thread, dtype=np.int64), start=start,
+                                dur=end - start, rank=np.full(len(start), rank, np.int8),
+                                cat=_as_text(cat, len(start)), name=_as_text(name, len(start)),
+                                args=_as_text(args, len(start))))
+
+    def write(self, f, pid) -> int:
+        if not self.groups:
+            return 0
+        col = {k: np.concatenate([g[k] for g in self.groups])
+               for k in ("thread", "start", "dur", "rank")}
+        text = {k: pa.concat_arrays([g[k] for g in self.groups])
+                for k in ("cat", "name", "args")}
+        order = np.lexsort((col["rank"], -col["dur"], col["start"], col["thread"]))
+        prefix = f'{{"ph":"X","pid":{pid},"tid":'
+        for a, b in T.batches(len(order)):
+            idx = order[a:b]
+            take = pa.array(idx)
+            T.write_rows(f, T.join([
+                prefix, T.ints(pa.array(col["thread"][idx] + 1)),
+                ',"ts":', T.us(col["start"][idx]), ',"dur":', T.us(col["dur"][idx]),
+                ',"cat":"', text["cat"].take(take), '","name":"', text["name"].take(take),
+                '","args":{', text["args"].take(take), "}},\n"]))
+        return len(order)
+
+
+def _as_text(value, n) -> pa.Array:
+    if isinstance(value, str):
+        return pa.array(np.full(n, value, dtype=object), pa.string())
+    return pc.cast(value, pa.string())
+
+
+def _add_grains(g, slices: _Slices, identities: pa.Array) -> None:
+    grains = g.grains
+    n = len(grains)
+    if n == 0:
+        return
+    nodes = g.nodes
+    owner = nodes["grain"].to_numpy(dtype=np.int64)
+    mine = (owner >= 0) & (owner < n)
+    node_thread = nodes["thread"].to_numpy(dtype=np.int64)[mine]
+    node_owner = owner[mine]
+    node_start = nodes["start"].to_numpy(dtype=np.int64)[mine]
+    node_end = nodes["end"].to_numpy(dtype=np.int64)[mine]
+    home = grains["thread"].to_numpy(dtype=np.int64)
+
+    # Per (grain, thread): time range of the grain's nodes recorded there.
+    per = pd.DataFrame({"grain": node_owner, "thread": node_thread,
+                        "start": node_start, "end": node_end})
+    per = per[per["thread"] >= 0].groupby(["grain", "thread"], sort=False).agg(
+        start=("start", "min"), end=("end", "max")).reset_index()
+    at_home = per["thread"].to_numpy() == home[per["grain"].to_numpy()]
+    home_end = np.full(n, -1, dtype=np.int64)
+    home_end[per["grain"].to_numpy()[at_home]] = per["end"].to_numpy()[at_home]
+
+    start = grains["start"].to_numpy(dtype=np.int64)
+    end = np.where(home_end >= 0, home_end, grains["end"].to_numpy(dtype=np.int64))
+    source = source_column(grains)
+    ident = identities.slice(0, n)
+    names = ident
+    if source is not None:
+        src = T.to_arrow(grains[source].astype(object)).cast(pa.string())
+        names = pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(src), 0), False), src, ident)
+    names = T.json_escaped(names)
+    kind = (grains["kind"].astype(str).to_numpy() if "kind" in grains.columns
+            else np.full(n, "task"))
+    args = _grain_args(grains, ident)
+    slices.add(home, start, end, RANK_GRAIN, pa.array(kind, pa.string()), names, args)
+    slices.grain_slices = n
+
+    parts = per[~at_home]
+    if len(parts):
+        pg = parts["grain"].to_numpy()
+        take = pa.array(pg)
+        slices.add(parts["thread"].to_numpy(), parts["start"].to_numpy(), parts["end"].to_numpy(),
+                   RANK_PART, "task-part", names.take(take),
+                   T.join(['"identity":"', T.json_escaped(ident.take(take)),
+                           '","grain":', T.ints(pa.array(pg))]))
+
+
+def _grain_args(grains: pd.DataFrame, ident: pa.Array) -> pa.Array:
+    pieces = ['"identity":"', T.json_escaped(ident), '","grain":',
+              T.ints(pa.array(np.arange(len(grains))))]
+    for name in grains.columns:
+        if name == "identity":
+            continue
+        column = grains[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            column = column.astype(object)
+        arr = T.to_arrow(column)
+        kind = T.kind_of(arr)
+        if kind == "bool":
+            text = T.bools(arr)
+        elif kind == "int":
+            text = T.ints(arr)
+        elif kind == "float":
+            text = T.floats(arr, nan=None, inf=None)   # JSON has no NaN/inf
+        else:
+            text = pc.binary_join_element_wise('"', T.json_escaped(arr), '"', "")
+        key = name.replace("\\", "\\\\").replace('"', '\\"')
+        pieces.append(T.optional(f',"{key}":', text, ""))
+    return T.join(pieces)
+
+
+def _add_contexts(g, slices: _Slices) -> None:
+    contexts = getattr(g, "contexts", None)
+    if contexts is None or not len(contexts):
+        return
+    kind = contexts["kind"].astype(str).to_numpy() if "kind" in contexts.columns \
+        else np.full(len(contexts), "implicit")
+    ident = T.to_arrow(contexts["identity"].astype(object)).cast(pa.string())
+    label = pa.array(np.where(kind == "initial", "initial task ", "implicit task "))
+    names = T.json_escaped(pc.binary_join_element_wise(label, ident, ""))
+    work = contexts["work"].to_numpy(dtype=np.int64) if "work" in contexts.columns \
+        else np.zeros(len(contexts), np.int64)
+    args = T.join(['"identity":"', T.json_escaped(ident), '","context":',
+                   T.ints(pa.array(contexts.index.to_numpy(dtype=np.int64))),
+                   ',"work":', T.ints(pa.array(work))])
+    thread = contexts["thread"].to_numpy(dtype=np.int64)
+    keep = thread >= 0
+    slices.add(thread[keep], contexts["start"].to_numpy()[keep], contexts["end"].to_numpy()[keep],
+               RANK_CONTEXT, "context", names.filter(pa.array(keep)), args.filter(pa.array(keep)))
+
+
+def _add_runtime(g, slices: _Slices, identities: pa.Array) -> None:
+    nodes = g.nodes
+    types = nodes["type"].astype(str).to_numpy()
+    thread = nodes["thread"].to_numpy(dtype=np.int64)
+    duration = nodes["duration"].to_numpy(dtype=np.int64)
+    keep = np.isin(types, ("fork", "join", "bookkeeping")) & (thread >= 0) & (duration > 0)
+    idx = np.flatnonzero(keep)
+    if not len(idx):
+        return
+    sub = nodes.iloc[idx]
+    t = types[idx]
+    if "join_kind" in sub.columns:
+        join_kind = sub["join_kind"].astype(object).where(sub["join_kind"].notna(), "join")
+        join_kind = join_kind.astype(str).to_numpy()
+    else:
+        join_kind = np.full(len(idx), "join")
+    names = np.where(t == "fork", "create", np.where(t == "join", join_kind, "bookkeeping"))
+    owner = sub["grain"].to_numpy(dtype=np.int64)
+    owner_ident = pc.fill_null(T.json_escaped(
+        identities.take(owner_index(owner, len(identities)))), "")
+    pieces = ['"node":', T.ints(pa.array(idx)), ',"owner":"', owner_ident, '"',
+              ',"duration_ns":', T.ints(pa.array(duration[idx]))]
+    for name in ("child", "sync_time", "n_waited"):
+        if name in sub.columns:
+            pieces += [f',"{name}":', T.ints(T.to_arrow(sub[name]))]
+    slices.add(thread[idx], sub["start"].to_numpy(), sub["end"].to_numpy(), RANK_RUNTIME,
+               "runtime", pa.array(names, pa.string()), T.join(pieces))
+
+
+# ---------------------------------------------------------------------------
+# Flows
+
+
+def _flows(g) -> dict:
+    nodes, edges = g.nodes, g.edges
+    etype = edges["type"].astype(str).to_numpy()
+    keep = np.isin(etype, FLOW_TYPES)
+    src = edges["src"].to_numpy()[keep]
+    dst = edges["dst"].to_numpy()[keep]
+    etype = etype[keep]
+    ids = np.flatnonzero(keep)
+    thread = nodes["thread"].to_numpy(dtype=np.int64)
+    start = nodes["start"].to_numpy(dtype=np.int64)
+    end = nodes["end"].to_numpy(dtype=np.int64)
+    ok = (thread[src] >= 0) & (thread[dst] >= 0)
+    src, dst, etype, ids = src[ok], dst[ok], etype[ok], ids[ok]
+    creation = etype == "creation"
+    # Creation leaves when the fork starts; a finished grain (sync / dependence
+    # source) leaves at its last moment. Arrows arrive at the child's first node,
+    # or when a join completes (inside its slice).
+    s_ts = np.where(creation, start[src], np.maximum(end[src] - 1, start[src]))
+    f_ts = np.where(etype == "synchronization",
+                    np.maximum(end[dst] - 1, start[dst]), start[dst])
+    return dict(id=ids, type=etype, s_tid=thread[src] + 1, s_ts=s_ts,
+                f_tid=thread[dst] + 1, f_ts=f_ts)
+
+
+def _write_flows(f, flows: dict, pid: int) -> int:
+    n = len(flows["id"])
+    for a, b in T.batches(n):
+        ids = T.ints(pa.array(flows["id"][a:b]))
+        cat = pa.array(flows["type"][a:b], pa.string())
+        T.write_rows(f, T.join([
+            '{"ph":"s","id":', ids, ',"pid":', str(pid), ',"tid":',
+            T.ints(pa.array(flows["s_tid"][a:b])), ',"ts":', T.us(flows["s_ts"][a:b]),
+            ',"cat":"', cat, '","name":"', cat, '"},\n',
+            '{"ph":"f","bp":"e","id":', ids, ',"pid":', str(pid), ',"tid":',
+            T.ints(pa.array(flows["f_tid"][a:b])), ',"ts":', T.us(flows["f_ts"][a:b]),
+            ',"cat":"', cat, '","name":"', cat, '"},\n']))
+    return n
+
+
+# ---------------------------------------------------------------------------
+
+
+def _pid(g) -> int:
+    try:
+        pid = int((getattr(g, "meta", None) or {}).get("pid", 1))
+    except (TypeError, ValueError):
+        pid = 1
+    return pid if pid > 0 else 1
+
+
+def _process_name(g, pid) -> str:
+    command = (getattr(g, "meta", None) or {}).get("command")
+    if isinstance(command, list) and command:
+        name = " ".join(str(c) for c in command)
+    elif isinstance(command, str) and command:
+        name = command
+    else:
+        name = "grainlab trace"
+    return f"{name} (pid {pid})"
+
+
+def _meta(name, pid, tid, args) -> str:
+    import json
+    event = {"ph": "M", "name": name, "pid": pid}
+    if tid is not None:
+        event["tid"] = int(tid)
+    event["args"] = args
+    return json.dumps(event)
