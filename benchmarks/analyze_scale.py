@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Analysis-scale benchmark: load + grain graph + all metrics at 10^5..10^7 grains.
+
+    .venv/bin/python benchmarks/analyze_scale.py                 # 1e5 1e6 1e7
+    .venv/bin/python benchmarks/analyze_scale.py --sizes 1e5,1e6 --shape fork-join
+    .venv/bin/python benchmarks/analyze_scale.py --sizes 1e6 --profile   # + cProfile top list
+
+Synthetic traces come from `grainlab synth` and are cached (by shape and size)
+under --cache-dir, so reruns only measure the analysis. Each size is measured in
+a FRESH Python process, so its peak memory (VmHWM of that process) is its own.
+Timed steps: `grainlab.load` (read + validate), graph build (`trace.graph()`),
+metrics (`grainlab.metrics.compute_all`, skipped and said so if absent).
+
+Targets (issue 3, "Performance"; 2-core machine): 10^6 grains <= 10 s and
+<= 4 GiB; 10^7 grains <= 120 s and <= 20 GiB; 10^7/10^6 time ratio <= 12.
+The last line is a one-line verdict against them. This is a benchmark, not a
+test: it never fails a build; its exit code is 0 unless a child crashed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GIB = 1024 ** 3
+TARGETS = {10 ** 6: (10.0, 4 * GIB), 10 ** 7: (120.0, 20 * GIB)}
+MAX_RATIO = 12.0
+
+# Runs in the fresh child: times each step, reports peak RSS of this process.
+CHILD = r"""
+import json, sys, time, resource
+path, profile_to = sys.argv[1], sys.argv[2]
+result = {"steps": {}, "skipped": []}
+
+def peak_bytes():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+def work():
+    t = time.perf_counter()
+    import grainlab
+    trace = grainlab.load(path)
+    now = time.perf_counter(); result["steps"]["load"] = now - t; t = now
+    if hasattr(trace, "graph"):
+        g = trace.graph()
+    else:
+        from grainlab.graph import build
+        g = build(trace)
+    now = time.perf_counter(); result["steps"]["graph"] = now - t; t = now
+    result["grains"] = int(len(g.grains)); result["nodes"] = int(len(g.nodes))
+    result["edges"] = int(len(g.edges)); result["events"] = int(len(trace.events))
+    try:
+        from grainlab.metrics import compute_all
+    except ImportError as e:
+        result["skipped"].append(f"metrics (grainlab.metrics.compute_all unavailable: {e})")
+    else:
+        compute_all(g)
+        now = time.perf_counter(); result["steps"]["metrics"] = now - t
+        result["metric_columns"] = int(len(g.grains.columns))
+
+if profile_to:
+    import cProfile, pstats, io
+    prof = cProfile.Profile()
+    prof.runcall(work)
+    prof.dump_stats(profile_to)
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(40)
+    result["profile_top"] = out.getvalue()
+else:
+    work()
+result["peak_bytes"] = peak_bytes()
+print("RESULT " + json.dumps(result))
+"""
+
+
+def parse_sizes(text: str) -> list[int]:
+    sizes = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part:
+            sizes.append(int(float(part)))
+    return sorted(set(sizes))
+
+
+def python() -> str:
+    venv = REPO / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def synth(shape: str, grains: int, out: Path, timeout: float) -> float:
+    """Generate (or reuse) a synthetic trace; returns the seconds it took."""
+    if out.exists():
+        return 0.0
+    tmp = out.with_suffix(".tmp.parquet")
+    t = time.perf_counter()
+    r = subprocess.run([python(), "-m", "grainlab.cli", "synth", "--shape", shape,
+                        "--grains", str(grains), "-o", str(tmp)],
+                       cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise SystemExit(f"analyze_scale: `grainlab synth --shape {shape} --grains {grains}` "
+                         f"failed: {r.stderr.strip().splitlines()[-1:] or r.returncode}")
+    os.replace(tmp, out)
+    return time.perf_counter() - t
+
+
+def measure(path: Path, profile_to: str, timeout: float) -> dict:
+    t = time.perf_counter()
+    try:
+        r = subprocess.run([python(), "-c", CHILD, str(path), profile_to],
+                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    wall = time.perf_counter() - t
+    lines = [l for l in r.stdout.splitlines() if l.startswith("RESULT ")]
+    if r.returncode != 0 or not lines:
+        tail = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"error": f"child exited {r.returncode}: {tail}"}
+    res = json.loads(lines[-1][len("RESULT "):])
+    res["wall"] = wall
+    res["seconds"] = sum(res["steps"].values())
+    return res
+
+
+def fmt_size(n: int) -> str:
+    exp = len(str(n)) - 1
+    return f"1e{exp}" if n == 10 ** exp else str(n)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1e5,1e6,1e7",
+                    help="comma-separated grain counts (default 1e5,1e6,1e7)")
+    ap.add_argument("--shape", default="fork-join",
+                    choices=["fork-join", "spine", "loop", "random"],
+                    help="synthetic trace shape (default fork-join)")
+    ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
+                                                        "grainlab-bench"),
+                    help="where generated traces are kept between runs")
+    ap.add_argument("--profile", action="store_true",
+                    help="run each child under cProfile; print its top functions "
+                         "and keep the .prof file in the cache dir")
+    ap.add_argument("--timeout", type=float, default=1800,
+                    help="seconds allowed per generation / measurement")
+    args = ap.parse_args(argv)
+
+    sizes = parse_sizes(args.sizes)
+    cache = Path(args.cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"analyze_scale: shape={args.shape} sizes={','.join(map(fmt_size, sizes))} "
+          f"cache={cache} python={python()}")
+    header = (f"{'grains':>9} {'events':>10} {'nodes':>10} {'load s':>8} {'graph s':>8} "
+              f"{'metrics s':>9} {'total s':>8} {'peak GiB':>8} {'x prev':>7}")
+    results: dict[int, dict] = {}
+    printed_header = False
+    crashed = False
+    prev = None
+    for n in sizes:
+        trace = cache / f"{args.shape}-{n}.parquet"
+        gen = synth(args.shape, n, trace, args.timeout)
+        if gen:
+            print(f"  generated {trace.name} in {gen:.1f} s ({trace.stat().st_size / 1e6:.0f} MB)")
+        prof = str(cache / f"{args.shape}-{n}.prof") if args.profile else ""
+        res = measure(trace, prof, args.timeout)
+        results[n] = res
+        if not printed_header:
+            print(header)
+            printed_header = True
+        if "error" in res:
+            crashed = True
+            print(f"{fmt_size(n):>9} ERROR: {res['error']}")
+            prev = None
+            continue
+        steps = res["steps"]
+        ratio = ""
+        if prev is not None and prev[1] > 0:
+            ratio = f"{res['seconds'] / prev[1]:.2f}"
+        print(f"{res['grains']:>9} {res['events']:>10} {res['nodes']:>10} "
+              f"{steps.get('load', 0):>8.2f} {steps.get('graph', 0):>8.2f} "
+              f"{steps['metrics'] if 'metrics' in steps else float('nan'):>9.2f} "
+              f"{res['seconds']:>8.2f} {res['peak_bytes'] / GIB:>8.2f} {ratio:>7}"
+              + (f"  (vs {fmt_size(prev[0])})" if ratio else ""))
+        for s in res["skipped"]:
+            print(f"          skipped: {s}")
+        if args.profile and res.get("profile_top"):
+            print(res["profile_top"])
+        prev = (n, res["seconds"])
+    print(summary(results))
+    return 1 if crashed else 0
+
+
+def summary(results: dict[int, dict]) -> str:
+    """One line: each target met or not (or not measured)."""
+    parts = []
+    ok_all = True
+    for n, (max_s, max_mem) in TARGETS.items():
+        res = results.get(n)
+        if res is None:
+            parts.append(f"{fmt_size(n)}: not run")
+            ok_all = False
+            continue
+        if "error" in res:
+            parts.append(f"{fmt_size(n)}: ERROR")
+            ok_all = False
+            continue
+        t_ok = res["seconds"] <= max_s
+        m_ok = res["peak_bytes"] <= max_mem
+        ok_all &= t_ok and m_ok
+        partial = ""
+        if "metrics" not in res["steps"]:
+            partial = " (metrics skipped)"
+            ok_all = False
+        parts.append(f"{fmt_size(n)}: {res['seconds']:.1f} s {'<=' if t_ok else '>'} {max_s:.0f} s, "
+                     f"{res['peak_bytes'] / GIB:.2f} GiB {'<=' if m_ok else '>'} "
+                     f"{max_mem / GIB:.0f} GiB{partial}")
+    a, b = results.get(10 ** 6), results.get(10 ** 7)
+    if a and b and "error" not in a and "error" not in b and a["seconds"] > 0:
+        ratio = b["seconds"] / a["seconds"]
+        ok_all &= ratio <= MAX_RATIO
+        parts.append(f"1e7/1e6 time ratio {ratio:.1f} {'<=' if ratio <= MAX_RATIO else '>'} "
+                     f"{MAX_RATIO:.0f}")
+    else:
+        parts.append("1e7/1e6 ratio: not measured")
+        ok_all = False
+    return ("SUMMARY: " + ("all targets met" if ok_all else "targets NOT all met")
+            + " | " + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
