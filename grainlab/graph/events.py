@@ -1,0 +1,142 @@
+"""Per-thread event arrays and the *segments* of time they delimit.
+
+Every event row opens a segment that lasts until the next row of the same
+thread; the segment belongs to the task running on that thread after the row
+(docs/graph-model.md "How each node's time is measured"). This module turns the
+trace's event table into sorted numpy columns plus, per row, the running owner
+and the segment's length. Everything is column operations.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as S
+
+# Rows after which the encountering task (`task`) runs.
+_RUNS_TASK = (S.TASK_SCHEDULE, S.IMPLICIT_BEGIN, S.SYNC_BEGIN, S.SYNC_END,
+              S.WORK_BEGIN, S.WORK_END, S.CHUNK, S.PARALLEL_BEGIN, S.PARALLEL_END)
+# Rows after which nobody runs (idle, or time the collector spends writing).
+_RUNS_NOBODY = (S.IMPLICIT_END, S.THREAD_BEGIN, S.THREAD_END, S.FLUSH_BEGIN)
+# Rows that do not change who runs (DEPENDENCE, TASK_DEPENDENCE, FLUSH_END).
+
+
+@dataclass
+class Rows:
+    """Event columns in per-thread time order (index = row position `pos`)."""
+    event: np.ndarray
+    thread: np.ndarray
+    cpu: np.ndarray
+    time: np.ndarray
+    task: np.ndarray
+    other: np.ndarray
+    kind: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    flags: np.ndarray
+    codeptr: np.ndarray
+    counters: dict            # name -> float64 cumulative value (ffilled per thread)
+    grank: np.ndarray         # global order key: == pos unless tasks migrate (untied)
+    owner_running: np.ndarray  # entity running after the row (-1: nobody)
+    seg: np.ndarray           # int64 ns: the row's segment length credited to owner_running
+    seg_end: np.ndarray       # int64 ns: end of that segment
+
+    def __len__(self):
+        return len(self.event)
+
+
+def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
+    """Row order: by thread, each thread by time (file order breaks ties).
+
+    Rows of one thread are written in time order except chunks the collector
+    infers at WORK_END with interpolated times; those force a full sort."""
+    thread = events["thread"].to_numpy()
+    time = events["time"].to_numpy()
+    order = np.argsort(thread, kind="stable")
+    t = time[order]
+    th = thread[order]
+    if np.any((th[1:] == th[:-1]) & (t[1:] < t[:-1])):
+        order = np.lexsort((time, thread))
+    return order
+
+
+def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
+              migrating: bool) -> Rows:
+    """Columns in per-thread order plus running owner and segments.
+
+    entity_of(task_ids) -> entity index array (-1 unknown / 0).
+    implicit_end_clip[entity]: time after which the entity's segments are idle
+    (its region's PARALLEL_END for implicit tasks; int64 max otherwise).
+    """
+    order = sorted_rows(events)
+    col = lambda name: events[name].to_numpy()[order]  # noqa: E731
+    ev = col("event")
+    thread = col("thread")
+    time = col("time").astype(np.int64)
+    task = col("task")
+    other = col("other")
+    n = len(ev)
+
+    # Who runs after each row.
+    running_id = np.where(ev == S.TASK_CREATE, other, task)
+    decides = np.isin(ev, _RUNS_TASK + (S.TASK_CREATE,))
+    nobody = np.isin(ev, _RUNS_NOBODY)
+    thread_start = np.ones(n, dtype=bool)
+    thread_start[1:] = thread[1:] != thread[:-1]
+    owner_row = entity_of(running_id)
+    owner_row[nobody | (thread_start & ~decides)] = -1
+    marks = decides | nobody | thread_start
+    src = np.where(marks, np.arange(n), 0)
+    np.maximum.accumulate(src, out=src)
+    owner_running = owner_row[src]
+
+    # Segment from this row to the thread's next row, clipped at the region end
+    # for implicit tasks (libomp reports workers' last barrier end late).
+    next_time = np.empty_like(time)
+    next_time[:-1] = time[1:]
+    if n:
+        next_time[-1] = time[-1]
+    last_of_thread = np.ones(n, dtype=bool)
+    last_of_thread[:-1] = thread[1:] != thread[:-1]
+    next_time[last_of_thread] = time[last_of_thread]
+    seg_end = next_time
+    has_owner = owner_running >= 0
+    clip = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    clip[has_owner] = implicit_end_clip[owner_running[has_owner]]
+    seg_end = np.minimum(seg_end, clip)
+    seg = np.maximum(seg_end - time, 0)
+    seg[~has_owner] = 0
+
+    counters = {}
+    for name in events.columns:
+        if name.startswith(S.COUNTER_PREFIX):
+            values = pd.Series(events[name].to_numpy(dtype=np.float64, na_value=np.nan)[order])
+            counters[name] = values.groupby(thread).ffill().to_numpy()
+
+    if migrating:
+        grank = np.empty(n, dtype=np.int64)
+        grank[np.lexsort((np.arange(n), time))] = np.arange(n)
+    else:
+        grank = np.arange(n, dtype=np.int64)
+
+    return Rows(event=ev, thread=thread, cpu=col("cpu"), time=time, task=task,
+                other=other, kind=col("kind"), value=col("value"), count=col("count"),
+                flags=col("flags"), codeptr=col("codeptr"), counters=counters,
+                grank=grank, owner_running=owner_running, seg=seg, seg_end=seg_end)
+
+
+def counter_deltas(rows: Rows) -> dict:
+    """Per row: counter increase over its segment (next row's value minus this
+    row's, within a thread; 0 at a thread's last row)."""
+    out = {}
+    thread = rows.thread
+    same = np.zeros(len(thread), dtype=bool)
+    same[:-1] = thread[1:] == thread[:-1]
+    for name, values in rows.counters.items():
+        d = np.zeros(len(values))
+        d[:-1] = values[1:] - values[:-1]
+        d[~same] = 0.0
+        out[name] = d
+    return out
