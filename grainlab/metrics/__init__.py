@@ -1,0 +1,69 @@
+"""grainlab.metrics: every per-grain metric as a column of `g.grains`.
+
+    import grainlab as gl
+    from grainlab.metrics import compute_all
+    g = gl.load("fib.parquet").graph()
+    summary = compute_all(g)            # adds the columns below, returns graph-level values
+    g.grains[["work", "parallel_benefit", "instantaneous_parallelism"]]
+
+Columns added (docs/metrics.md has definitions, units, thresholds, sources):
+  parallel_benefit, load_balance, scatter, earliest_start,
+  instantaneous_parallelism, instantaneous_parallelism_conservative,
+  memory_hierarchy_utilization   (only when stall + cycle counters exist),
+  work_deviation                 (only with `reference=` another run's graph).
+Already there from grainlab.graph: work, creation_cost, bookkeeping_cost,
+sync_cost, on_critical_path.
+
+One module per metric family; each works on whole columns.
+"""
+from __future__ import annotations
+
+from . import (instantaneous_parallelism, load_balance, memory_hierarchy,
+               parallel_benefit, scatter, time_decomposition, work, work_deviation)
+from ._graph import cores_used
+from .earliest_start import earliest_start
+
+METRIC_COLUMNS = (parallel_benefit.COLUMN, load_balance.COLUMN, scatter.COLUMN,
+                  instantaneous_parallelism.COLUMN,
+                  instantaneous_parallelism.COLUMN_CONSERVATIVE,
+                  memory_hierarchy.COLUMN, work_deviation.COLUMN)
+
+
+def compute_all(g, *, interval="median", reference=None,
+                max_intervals: int = instantaneous_parallelism.MAX_INTERVALS,
+                progress=None) -> dict:
+    """Add every metric column to `g.grains`; return a JSON-able summary dict.
+
+    interval:  "median" | "min" | "gap" | ns, for instantaneous parallelism
+    reference: graph of a reference run (e.g. 1 thread) -> work_deviation column
+    progress:  optional callable(str) told before each step
+    """
+    step = progress or (lambda _msg: None)
+    summary = work.summary(g)
+    summary["cores_used"] = cores_used(g)
+    step("parallel benefit")
+    parallel_benefit.compute(g)
+    step("load balance")
+    load_balance.compute(g)
+    step("scatter")
+    summary["scatter_distance"] = scatter.compute(g)
+    summary["cores_per_socket"] = scatter.cores_per_socket(g.meta, summary["cores_used"])
+    step("instantaneous parallelism")
+    summary["instantaneous_parallelism"] = {
+        **instantaneous_parallelism.compute(g, interval, max_intervals),
+        **instantaneous_parallelism.achieved_summary(g)}
+    step("memory hierarchy utilization")
+    summary["memory_hierarchy_utilization"] = memory_hierarchy.compute(g) or "computed"
+    step("time decomposition")
+    summary["time_decomposition"] = time_decomposition.summary(g)
+    if reference is not None:
+        step("work deviation")
+        summary["work_deviation"] = work_deviation.compute(g, reference)
+        summary["time_decomposition"].update(time_decomposition.speedup_terms(
+            summary["time_decomposition"], time_decomposition.summary(reference)))
+    return summary
+
+
+__all__ = ["compute_all", "earliest_start", "METRIC_COLUMNS", "instantaneous_parallelism",
+           "load_balance", "memory_hierarchy", "parallel_benefit", "scatter",
+           "time_decomposition", "work", "work_deviation"]

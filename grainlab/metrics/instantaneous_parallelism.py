@@ -1,0 +1,214 @@
+"""Instantaneous parallelism (thesis §5.4.2, Fig. 5.4; DESIGN.md "Metrics").
+
+Every grain fragment (fragment and chunk nodes owned by a grain) is placed at its
+EARLIEST start in the DAG given the measured durations (`earliest_start`), which
+gives the schedule an unbounded machine would run. Time [0, span) is cut into
+intervals of length L, and each interval counts the grains running in it:
+  optimistic   - grains with any overlap with the interval
+  conservative - grains with a fragment covering the whole interval
+A grain's value is the minimum count over the intervals its fragments overlap.
+Problem: optimistic value < cores used (the grain ran while too little other work
+was available to keep every core busy).
+
+Interval choices (thesis): "median" grain length (default), "min" grain length,
+"gap" = the smallest positive distance between a grain's start and another
+grain's end in the placed schedule; or a number of ns. At most `max_intervals`
+intervals are used: a finer choice is coarsened to span / max_intervals, and the
+summary says so.
+
+Also the *achieved* profile: grains actually running over time, from the
+recorded timestamps (`achieved_profile`).
+
+All column operations: interval ranges by integer division, counts by difference
+arrays + cumsum, per-grain minimum by a sparse table (range-minimum queries).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._graph import grain_exec_mask
+from .earliest_start import earliest_start
+
+COLUMN = "instantaneous_parallelism"
+COLUMN_CONSERVATIVE = "instantaneous_parallelism_conservative"
+COLUMN_START = "earliest_start"
+CHOICES = ("median", "min", "gap")
+MAX_INTERVALS = 1 << 20
+
+
+def placed_fragments(g, es=None):
+    """Grain fragments at their earliest start: (grain, start, end) int64 arrays."""
+    if es is None:
+        es = earliest_start(g)
+    m = grain_exec_mask(g)
+    dur = g.nodes["duration"].to_numpy(np.int64)[m]
+    start = es[m]
+    return g.nodes["grain"].to_numpy(np.int64)[m], start, start + dur
+
+
+def interval_candidates(g, grain, start, end) -> dict:
+    """The three interval lengths of the thesis, in ns (0 when undefined)."""
+    work = g.grains["work"].to_numpy(np.int64)
+    pos = work[work > 0]
+    out = {"median": int(np.median(pos)) if len(pos) else 0,
+           "min": int(pos.min()) if len(pos) else 0}
+    # grain-level placed start/end, then nearest end to every start
+    n = len(g.grains)
+    gs = np.full(n, np.iinfo(np.int64).max)
+    ge = np.full(n, np.iinfo(np.int64).min)
+    np.minimum.at(gs, grain, start)
+    np.maximum.at(ge, grain, end)
+    has = ge >= gs
+    gs, ge = gs[has], np.sort(ge[has])
+    gap = 0
+    if len(gs) > 1:
+        i = np.searchsorted(ge, gs)
+        left = np.abs(gs - ge[np.clip(i - 1, 0, len(ge) - 1)])
+        right = np.abs(ge[np.clip(i, 0, len(ge) - 1)] - gs)
+        d = np.concatenate([left, right])
+        d = d[d > 0]
+        gap = int(d.min()) if len(d) else 0
+    out["gap"] = gap
+    return out
+
+
+def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -> dict:
+    """Add the optimistic/conservative columns (and `earliest_start` of the
+    grain's first fragment); return what was used."""
+    gr = g.grains
+    n = len(gr)
+    grain, start, end = placed_fragments(g, es)
+    length, k, info = _choose_length(g, grain, start, end, interval, max_intervals)
+    opt_counts, cons_counts, lo, hi, owner = _counts(grain, start, end, length, k)
+    first = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(first, grain, start)
+    gr[COLUMN_START] = np.where(first == np.iinfo(np.int64).max, -1, first)
+    gr[COLUMN] = _grain_min(opt_counts, lo, hi, owner, n)
+    gr[COLUMN_CONSERVATIVE] = _grain_min(cons_counts, lo, hi, owner, n)
+    info["ideal_mean"] = float(opt_counts.mean())
+    info["ideal_min"] = int(opt_counts.min())
+    return info
+
+
+def ideal_profile(g, interval="median", max_intervals: int = MAX_INTERVALS) -> pd.DataFrame:
+    """One row per interval: start (ns), optimistic and conservative counts."""
+    grain, start, end = placed_fragments(g)
+    length, k, _ = _choose_length(g, grain, start, end, interval, max_intervals)
+    opt, cons, *_ = _counts(grain, start, end, length, k)
+    return pd.DataFrame({"start": np.arange(k, dtype=np.int64) * length,
+                         "optimistic": opt, "conservative": cons})
+
+
+def _choose_length(g, grain, start, end, interval, max_intervals):
+    candidates = interval_candidates(g, grain, start, end)
+    if isinstance(interval, str):
+        if interval not in candidates:
+            raise ValueError(f"interval must be one of {CHOICES} or a number of ns")
+        choice, length = interval, candidates[interval]
+    else:
+        choice, length = "ns", int(interval)
+    horizon = int(end.max()) if len(end) else 0
+    info = {"interval_choice": choice, "interval_candidates_ns": candidates, "note": None}
+    if length <= 0:
+        length = max(horizon, 1)
+        info["note"] = f"interval choice {choice!r} is undefined for this graph: one interval"
+    if horizon > 0 and -(-horizon // length) > max_intervals:
+        coarse = -(-horizon // max_intervals)
+        info["note"] = (f"interval {length} ns would give {-(-horizon // length)} intervals; "
+                        f"coarsened to {coarse} ns ({max_intervals} intervals)")
+        length = coarse
+    k = max(-(-horizon // length), 1)
+    info.update(interval_ns=int(length), intervals=int(k))
+    return length, k, info
+
+
+def achieved_profile(g) -> pd.DataFrame:
+    """Grains actually running over time (recorded timestamps): a step function,
+    one row per change: time (ns) and the number of grain fragments running from
+    then on."""
+    m = grain_exec_mask(g)
+    s = g.nodes["start"].to_numpy(np.int64)[m]
+    e = g.nodes["end"].to_numpy(np.int64)[m]
+    keep = e > s
+    t = np.concatenate([s[keep], e[keep]])
+    d = np.concatenate([np.ones(keep.sum(), np.int64), -np.ones(keep.sum(), np.int64)])
+    if len(t) == 0:
+        return pd.DataFrame({"time": np.zeros(0, np.int64), "running": np.zeros(0, np.int64)})
+    times, inv = np.unique(t, return_inverse=True)
+    delta = np.bincount(inv, weights=d, minlength=len(times)).astype(np.int64)
+    return pd.DataFrame({"time": times, "running": np.cumsum(delta)})
+
+
+def achieved_summary(g) -> dict:
+    p = achieved_profile(g)
+    if len(p) < 2:
+        return {"achieved_mean": 0.0, "achieved_max": int(p["running"].max()) if len(p) else 0}
+    t = p["time"].to_numpy()
+    r = p["running"].to_numpy()
+    width = np.diff(t)
+    return {"achieved_mean": float((r[:-1] * width).sum() / (t[-1] - t[0])),
+            "achieved_max": int(r.max())}
+
+
+# ---------------------------------------------------------------------------
+
+def _counts(grain, start, end, length, k):
+    """Per-interval optimistic and conservative counts, and the deduplicated
+    interval ranges [lo, hi] of every grain piece (owner = grain id)."""
+    # Zero-length fragments run nothing: they never add to a count. They only
+    # place a grain that has no positive fragment (for its own value).
+    positive = end > start
+    has_positive = np.zeros(int(grain.max()) + 1 if len(grain) else 0, bool)
+    has_positive[grain[positive]] = True
+    keep = positive | ~has_positive[grain]
+    grain, start, end = grain[keep], start[keep], end[keep]
+
+    lo = np.minimum(start // length, k - 1)
+    hi = np.where(end > start, (end - 1) // length, lo)
+    hi = np.minimum(hi, k - 1)
+    # a grain counts once per interval: its fragments are sequential, so after
+    # sorting by (grain, lo) each piece starts after the previous piece's end
+    order = np.lexsort((lo, grain))
+    grain, lo, hi = grain[order], lo[order], hi[order]
+    same = np.r_[False, grain[1:] == grain[:-1]]
+    prev_hi = np.r_[-1, hi[:-1]]
+    lo_d = np.where(same, np.maximum(lo, prev_hi + 1), lo)
+    piece = (lo_d <= hi) & (end[order] > start[order])
+    opt = _range_add(lo_d[piece], hi[piece], k)
+
+    s, e = start[order], end[order]
+    clo = -(-s // length)
+    chi = e // length - 1
+    full = clo <= chi
+    cons = _range_add(clo[full], np.minimum(chi[full], k - 1), k)
+    return opt, cons, lo, hi, grain
+
+
+def _range_add(lo, hi, k):
+    diff = np.bincount(lo, minlength=k + 1)[: k + 1].astype(np.int64)
+    diff -= np.bincount(hi + 1, minlength=k + 1)[: k + 1]
+    return np.cumsum(diff[:k])
+
+
+def _grain_min(counts, lo, hi, owner, n):
+    """min(counts[lo..hi]) per piece, then min per owner grain (NaN if none)."""
+    out = np.full(n, np.nan)
+    if len(lo) == 0:
+        return out
+    table = [counts.astype(np.int32)]
+    span_len = hi - lo + 1
+    levels = int(np.floor(np.log2(span_len.max()))) if span_len.max() > 0 else 0
+    for j in range(1, levels + 1):
+        prev = table[-1]
+        half = 1 << (j - 1)
+        table.append(np.minimum(prev[:-half], prev[half:]))
+    lvl = np.floor(np.log2(span_len)).astype(np.int64)
+    val = np.empty(len(lo), np.int64)
+    for j in np.unique(lvl):
+        sel = lvl == j
+        t = table[j]
+        val[sel] = np.minimum(t[lo[sel]], t[hi[sel] - (1 << j) + 1])
+    res = pd.Series(val).groupby(owner).min()
+    out[res.index.to_numpy()] = res.to_numpy()
+    return out

@@ -1,0 +1,84 @@
+"""Scatter (thesis §5.4.2; DESIGN.md "Metrics").
+
+  scatter = median pairwise distance between the cores that ran the grains of
+            a sibling group (siblings joined at one join, or a loop instance)
+
+Distance: the NUMA distance table of the trace's `grainlab.topology` when the
+machine has more than one NUMA node, otherwise |cpu id difference| (the thesis's
+"subtracting core identifiers"). Unit: core-id steps (or NUMA distance units).
+A group of one grain has no pair: NaN. Computed from per-(group, cpu) counts, so a
+loop of a million chunks on 2 cpus costs 3 pairs, not 10^12.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .groups import sibling_groups
+
+COLUMN = "scatter"
+
+
+def distance_model(meta: dict):
+    """(name, function cpu_a, cpu_b -> distance) for this trace's machine."""
+    topo = meta.get("topology") if isinstance(meta, dict) else None
+    if isinstance(topo, dict):
+        nodes = topo.get("cpu_node") or []
+        table = topo.get("numa_distances") or []
+        if len(set(nodes)) > 1 and len(table) >= len(set(nodes)):
+            node_of = np.asarray(nodes, np.int64)
+            dist = np.asarray(table, np.float64)
+
+            def numa(a, b):
+                return dist[node_of[a], node_of[b]]
+            return "numa_distance", numa
+    return "cpu_id_difference", lambda a, b: np.abs(a - b).astype(np.float64)
+
+
+def cores_per_socket(meta: dict, default: int) -> int:
+    topo = meta.get("topology") if isinstance(meta, dict) else None
+    if isinstance(topo, dict) and topo.get("cpu_package"):
+        _, counts = np.unique(np.asarray(topo["cpu_package"]), return_counts=True)
+        return int(counts.max())
+    return int(default)
+
+
+def compute(g) -> str:
+    gr = g.grains
+    name, dist = distance_model(getattr(g, "meta", {}) or {})
+    group = sibling_groups(gr)
+    cpu = gr["cpu"].to_numpy(np.int64)
+    ok = cpu >= 0
+    counts = (pd.DataFrame({"group": group[ok], "cpu": cpu[ok]})
+              .groupby(["group", "cpu"], sort=False).size().rename("n").reset_index())
+    pairs = counts.merge(counts, on="group", suffixes=("_a", "_b"))
+    pairs = pairs[pairs["cpu_a"] <= pairs["cpu_b"]]
+    na, nb = pairs["n_a"].to_numpy(np.int64), pairs["n_b"].to_numpy(np.int64)
+    same = (pairs["cpu_a"] == pairs["cpu_b"]).to_numpy()
+    weight = np.where(same, na * (na - 1) // 2, na * nb)
+    d = dist(pairs["cpu_a"].to_numpy(np.int64), pairs["cpu_b"].to_numpy(np.int64))
+    grp = pairs["group"].to_numpy(np.int64)
+    keep = weight > 0
+    grp, d, weight = grp[keep], d[keep], weight[keep]
+    med = _weighted_median_by_group(grp, d, weight, int(group.max()) + 1 if len(group) else 0)
+    gr[COLUMN] = med[group] if len(group) else np.zeros(0)
+    return name
+
+
+def _weighted_median_by_group(grp, value, weight, n_groups):
+    """Median of the multiset where `value` occurs `weight` times, per group
+    (mean of the two middle elements for an even count); NaN for empty groups."""
+    out = np.full(n_groups, np.nan)
+    if len(grp) == 0:
+        return out
+    order = np.lexsort((value, grp))
+    grp, value, weight = grp[order], value[order], weight[order]
+    cum = np.cumsum(weight)
+    starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+    ends = np.r_[starts[1:], len(grp)]
+    base = np.where(starts > 0, cum[starts - 1], 0)
+    total = cum[ends - 1] - base
+    lo = np.searchsorted(cum, base + (total - 1) // 2, side="right")
+    hi = np.searchsorted(cum, base + total // 2, side="right")
+    out[grp[starts]] = (value[lo] + value[hi]) / 2.0
+    return out

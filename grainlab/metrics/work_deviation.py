@@ -1,0 +1,51 @@
+"""Work deviation (thesis §5.4.2; DESIGN.md "Metrics").
+
+  work_deviation = work of the grain in run B / work of the same grain in run A
+
+Grains are matched by identity (`kind` + `identity`: task lineage, or chunk loop
+instance + first iteration), which does not depend on scheduling. Run A is the
+reference (usually 1 thread). Equal work gives exactly 1.0 (also 0/0); a grain
+with no work in A but some in B gives inf; grains of B missing from A give NaN.
+Problem: > 2 (work inflation).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+COLUMN = "work_deviation"
+
+
+def match(grains_a: pd.DataFrame, grains_b: pd.DataFrame) -> np.ndarray:
+    """For every grain of B, the row position of the same grain in A, or -1."""
+    def key(gr):
+        return gr["kind"].astype(str) + ":" + gr["identity"].astype(str)
+    ka = key(grains_a)
+    first_a = pd.Series(np.arange(len(ka)), index=ka.to_numpy())
+    first_a = first_a[~first_a.index.duplicated(keep="first")]
+    pos = first_a.reindex(key(grains_b).to_numpy())
+    return pos.fillna(-1).to_numpy(np.int64)
+
+
+def ratio(work_b: np.ndarray, work_a: np.ndarray) -> np.ndarray:
+    work_b = work_b.astype(np.float64)
+    work_a = work_a.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = work_b / work_a
+    r[work_a == work_b] = 1.0
+    return r
+
+
+def compute(g_b, g_a) -> dict:
+    """Add `work_deviation` to g_b.grains (against reference g_a); return counts."""
+    pos = match(g_a.grains, g_b.grains)
+    matched = pos >= 0
+    dev = np.full(len(pos), np.nan)
+    wa = g_a.grains["work"].to_numpy(np.int64)
+    wb = g_b.grains["work"].to_numpy(np.int64)
+    dev[matched] = ratio(wb[matched], wa[pos[matched]])
+    g_b.grains[COLUMN] = dev
+    return {"matched": int(matched.sum()), "grains_b": int(len(pos)),
+            "grains_a": int(len(g_a.grains)),
+            "work_a_matched_ns": int(wa[pos[matched]].sum()),
+            "work_b_matched_ns": int(wb[matched].sum())}
