@@ -11,6 +11,9 @@
 // - The per-call transposition from rows (gl_event_t) to columns goes into
 //   scratch vectors owned by the writer and reused across calls; Arrow arrays
 //   wrap those vectors without copying.
+// - All memory comes from Arrow's system (malloc) pool: the default
+//   jemalloc/mimalloc pool fails to initialise when first used on a libomp
+//   worker thread, which is where a buffer may fill.
 // - Encodings are chosen for a small file: ids and the clock are mostly
 //   increasing within a thread, so they use DELTA_BINARY_PACKED; the other
 //   columns have few distinct values per row group and use dictionary + RLE.
@@ -23,6 +26,10 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -69,7 +76,8 @@ std::shared_ptr<arrow::Schema> make_schema(int ncounters, const char *const *nam
 std::shared_ptr<parquet::WriterProperties> make_properties(int ncounters,
                                                            const char *const *names) {
   parquet::WriterProperties::Builder b;
-  b.compression(parquet::Compression::ZSTD)
+  b.memory_pool(arrow::system_memory_pool())
+      ->compression(parquet::Compression::ZSTD)
       ->compression_level(kZstdLevel)
       ->max_row_group_length(kMaxRowGroupLength)
       ->enable_dictionary();
@@ -202,10 +210,17 @@ __attribute__((visibility("default"))) gl_writer *gl_writer_open(
     w->counters.resize(ncounters);
     w->validity.resize(ncounters);
 
-    auto sink = arrow::io::FileOutputStream::Open(path);
+    // open() ourselves: errno gives the plain one-line reason.
+    int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      set_error(err, errlen, std::string("cannot open ") + path + ": " + std::strerror(errno));
+      return nullptr;
+    }
+    auto sink = arrow::io::FileOutputStream::Open(fd);  // takes ownership of fd
     if (!sink.ok()) {
+      ::close(fd);
       set_error(err, errlen, std::string("cannot open ") + path + ": " +
-                                 sink.status().message());
+                                 sink.status().ToString());
       return nullptr;
     }
     w->sink = *sink;
@@ -214,7 +229,7 @@ __attribute__((visibility("default"))) gl_writer *gl_writer_open(
     // unsigned widths.
     auto arrow_props = parquet::ArrowWriterProperties::Builder().build();
     auto file = parquet::arrow::FileWriter::Open(
-        *make_schema(ncounters, counter_names), arrow::default_memory_pool(), w->sink,
+        *make_schema(ncounters, counter_names), arrow::system_memory_pool(), w->sink,
         make_properties(ncounters, counter_names), arrow_props);
     if (!file.ok()) {
       set_error(err, errlen, std::string("cannot start Parquet file ") + path + ": " +
