@@ -1,0 +1,199 @@
+"""`grainlab analyze TRACE`: the grain graph's metrics and likely problems.
+
+Text report: summary, problems (thresholds of thesis §5.4.3, overridable), the
+source locations responsible, the critical path. `--json` prints one object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import problems as P
+from ..metrics import compute_all
+from ..metrics import instantaneous_parallelism as ip
+from ..symbolize import grain_locations
+from ._pipeline import Progress, fmt_ns, graph_of, program_of, warn_incomplete
+
+HELP = "find performance problems in a trace (metrics, problems, source locations)"
+EPILOG = """\
+examples:
+  grainlab analyze fib.parquet
+  grainlab analyze --threshold parallel_benefit=1.5 --threshold load_balance=2 fib.parquet
+  grainlab analyze --config thresholds.toml --json fib.parquet | jq .problems
+
+thresholds (problem when the grain's value crosses it; docs/metrics.md):
+  parallel_benefit < 1     load_balance > 1.5           work_deviation > 2 (compare)
+  instantaneous_parallelism < cores used (auto)         scatter > cores per socket (auto)
+  memory_hierarchy_utilization < 2 (needs stall + cycle counters)
+config file (TOML):  [thresholds]  parallel_benefit = 1.5
+"""
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("analyze", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace", help="trace file written by `grainlab record`")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a problem threshold (repeatable; VALUE may be 'auto' "
+                        "for instantaneous_parallelism and scatter)")
+    p.add_argument("--config", metavar="FILE", help="TOML file with a [thresholds] table")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="source locations and critical-path grains to list (default 10)")
+    p.add_argument("--interval", default="median", metavar="CHOICE",
+                   help="instantaneous parallelism interval: median (default), min, gap, "
+                        "or a length in ns")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..errors import UsageError
+    th = P.thresholds(args.config, args.threshold)      # bad flags fail before loading
+    interval = _interval(args.interval, UsageError)
+    if args.top < 0:
+        raise UsageError("--top must be >= 0")
+    progress = Progress()
+    trace, g = graph_of(args.trace, progress)
+    summary = compute_all(g, interval=interval, progress=progress)
+    progress("source locations")
+    locations = grain_locations(g, trace.meta)
+    resolved = P.resolve(th, summary)
+    found = P.evaluate(g, resolved, locations, top=args.top)
+    report = build_report(trace, g, summary, found, resolved, locations, args.top)
+    if args.json:
+        print(json.dumps(_jsonable(report)))
+    else:
+        print(render(report))
+    warn_incomplete(trace)
+    return 0
+
+
+def _interval(text, UsageError):
+    if text in ip.CHOICES:
+        return text
+    try:
+        value = int(float(text))
+    except ValueError:
+        raise UsageError(f"--interval {text!r}: expected median, min, gap or ns") from None
+    if value <= 0:
+        raise UsageError("--interval must be a positive number of ns")
+    return value
+
+
+def build_report(trace, g, summary, found, th, locations, top) -> dict:
+    gr = g.grains
+    report = {
+        "trace": str(trace.path),
+        "program": program_of(trace),
+        "complete": bool(trace.complete),
+        **{k: summary[k] for k in ("grains", "tasks", "chunks", "work_ns", "grain_work_ns",
+                                   "span_ns", "parallelism", "critical_path", "cores_used")},
+        "thresholds": th,
+        "problems": found,
+        "instantaneous_parallelism": summary["instantaneous_parallelism"],
+        "time_decomposition": summary["time_decomposition"],
+        "memory_hierarchy_utilization": summary["memory_hierarchy_utilization"],
+        "scatter_distance": summary["scatter_distance"],
+        "locations": top_locations(gr, locations, found, th, top),
+        "critical_path_grains": critical_grains(gr, locations, summary["critical_path"], top),
+    }
+    return report
+
+
+def top_locations(gr, locations, found, th, top) -> list:
+    """Every source location with its grains and work, and the % of its grains
+    flagged by each available problem (thesis Fig. 5.8), by work."""
+    if len(gr) == 0:
+        return []
+    df = pd.DataFrame({"location": locations.to_numpy(), "work": gr["work"].to_numpy(np.int64)})
+    for name, res in found.items():
+        if res["available"]:
+            rule = P.RULES[name]
+            v = gr[name].to_numpy(np.float64)
+            with np.errstate(invalid="ignore"):
+                df[name] = (v < th[name]) if rule.below else (v > th[name])
+    flags = [c for c in df.columns if c in P.RULES]
+    by = df.groupby("location", sort=False).agg(
+        grains=("work", "size"), work_ns=("work", "sum"), **{f: (f, "mean") for f in flags})
+    by = by.sort_values("work_ns", ascending=False).head(top)
+    total = max(int(gr["work"].sum()), 1)
+    return [{"location": str(loc), "grains": int(r["grains"]), "work_ns": int(r["work_ns"]),
+             "work_percent": 100.0 * float(r["work_ns"]) / total,
+             "problem_percent": {f: 100.0 * float(r[f]) for f in flags}}
+            for loc, r in by.iterrows()]
+
+
+def critical_grains(gr, locations, path, top) -> list:
+    ids = np.asarray(path, np.int64)[:top] if top else np.zeros(0, np.int64)
+    return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": str(gr.at[i, "identity"]),
+             "location": str(locations.iloc[i]), "work_ns": int(gr.at[i, "work"])}
+            for i in ids.tolist()]
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    return x
+
+
+# ---------------------------------------------------------------------------
+# text report
+
+def render(r: dict) -> str:
+    ipx = r["instantaneous_parallelism"]
+    td = r["time_decomposition"]
+    out = [f"trace        {r['trace']}{'' if r['complete'] else '  (INCOMPLETE)'}",
+           f"program      {r['program']}",
+           "",
+           "SUMMARY",
+           f"  grains       {r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) "
+           f"on {r['cores_used']} thread(s)",
+           f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
+           f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains)",
+           f"  parallelism  {r['parallelism']:.3g} (work / span)",
+           f"  inst. par.   interval {fmt_ns(ipx['interval_ns'])} ({ipx['interval_choice']}): "
+           f"ideal mean {ipx['ideal_mean']:.3g}, min {ipx['ideal_min']}; "
+           f"achieved mean {ipx['achieved_mean']:.3g}, max {ipx['achieved_max']}",
+           ]
+    if ipx.get("note"):
+        out.append(f"               note: {ipx['note']}")
+    if td.get("total"):
+        pct = {k: 100.0 * td[k] / td["total"] for k in ("work", "overhead", "idle")}
+        out.append(f"  thread time  work {pct['work']:.1f}%, overhead {pct['overhead']:.1f}% "
+                   f"(create {fmt_ns(td['create'])}, schedule {fmt_ns(td['schedule'])}, "
+                   f"sync {fmt_ns(td['sync'])}), idle {pct['idle']:.1f}%; OVR {td['OVR']:.3g}")
+    out += ["", "PROBLEMS", f"  {'metric':<32} {'threshold':>11} {'grains':>8} {'%':>7} "
+                                f"{'on crit.':>8}  {'work':>9}"]
+    for name, p in r["problems"].items():
+        th = f"{p['direction']} {p['threshold']:.3g}"
+        if not p["available"]:
+            why = ("needs a reference run: grainlab compare" if name == "work_deviation"
+                   else r["memory_hierarchy_utilization"])
+            out.append(f"  {name:<32} {th:>11}   unavailable ({why})")
+            continue
+        out.append(f"  {name:<32} {th:>11} {p['grains']:>8} {p['percent']:>6.1f}% "
+                   f"{p['on_critical_path']:>8}  {fmt_ns(p['work_ns']):>9}")
+        for loc in p["locations"][:3]:
+            out.append(f"      {loc['location']}: {loc['grains']} grains "
+                       f"({loc['of_location_grains']:.0f}% of its grains), {fmt_ns(loc['work_ns'])}")
+    out += ["", "SOURCE LOCATIONS (by work)"]
+    for loc in r["locations"]:
+        flagged = ", ".join(f"{k} {v:.0f}%" for k, v in loc["problem_percent"].items() if v > 0)
+        out.append(f"  {loc['location']:<40} {loc['grains']:>8} grains {fmt_ns(loc['work_ns']):>10} "
+                   f"({loc['work_percent']:.1f}%)" + (f"  flagged: {flagged}" if flagged else ""))
+    out += ["", f"CRITICAL PATH (first {len(r['critical_path_grains'])} of "
+                f"{len(r['critical_path'])} grains, in path order)"]
+    for c in r["critical_path_grains"]:
+        out.append(f"  #{c['grain']:<8} {c['kind']:<5} {c['identity']:<24} {c['location']:<32} "
+                   f"{fmt_ns(c['work_ns'])}")
+    return "\n".join(out)

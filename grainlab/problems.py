@@ -1,0 +1,165 @@
+"""Highlight likely problems: metric values past a threshold (thesis §5.4.3).
+
+Defaults are the thesis's, except load balance (see below); every threshold is
+overridable with `--threshold name=value` (repeatable) or a TOML config file:
+
+    # grainlab.toml
+    [thresholds]
+    parallel_benefit = 1.5
+    work_deviation = 1.2
+
+| metric                        | problem when | default                                 |
+|-------------------------------|--------------|-----------------------------------------|
+| parallel_benefit              | <            | 1                                       |
+| load_balance                  | >            | 1.5 (thesis: 1; but two siblings of     |
+|                               |              | 10 and 11 ns would already be "unbalanced") |
+| work_deviation                | >            | 2                                       |
+| instantaneous_parallelism     | <            | cores used ("auto")                     |
+| scatter                       | >            | cores per socket ("auto")               |
+| memory_hierarchy_utilization  | <            | 2                                       |
+
+For each problem: how many grains (and what % of all grains) cross the threshold,
+how many of them are on the critical path, and the source locations responsible,
+ranked by the work the affected grains carry (thesis Fig. 5.8). A metric whose
+column is absent (no counters, no reference run) is reported as unavailable.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import UsageError
+
+
+@dataclass(frozen=True)
+class Rule:
+    metric: str
+    below: bool          # problem when value < threshold (else value > threshold)
+    default: object      # float, or "auto" (resolved from the graph)
+    meaning: str
+
+
+RULES = {r.metric: r for r in (
+    Rule("parallel_benefit", True, 1.0, "grain work does not pay for its creation and sync"),
+    Rule("load_balance", False, 1.5, "one grain approaches the makespan of its sibling group"),
+    Rule("work_deviation", False, 2.0, "grain takes longer than in the reference run"),
+    Rule("instantaneous_parallelism", True, "auto", "too little parallelism to feed the cores"),
+    Rule("scatter", False, "auto", "siblings run on cores far apart"),
+    Rule("memory_hierarchy_utilization", True, 2.0, "grain mostly waits for memory"),
+)}
+
+
+def default_thresholds() -> dict:
+    return {name: rule.default for name, rule in RULES.items()}
+
+
+def parse_value(name: str, text, origin: str):
+    if name not in RULES:
+        raise UsageError(f"{origin}: unknown threshold {name!r} "
+                         f"(known: {', '.join(RULES)})")
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        if RULES[name].default != "auto":
+            raise UsageError(f"{origin}: threshold {name} has no automatic value")
+        return "auto"
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"{origin}: threshold {name} must be a number, got {text!r}") from None
+    if math.isnan(value):
+        raise UsageError(f"{origin}: threshold {name} must be a number, got {text!r}")
+    return value
+
+
+def load_config(path) -> dict:
+    """Thresholds from a TOML file: a [thresholds] table (or top-level keys)."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such config file") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read config file ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML ({e})") from None
+    table = data.get("thresholds", data)
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [thresholds] must be a table of name = value")
+    return {k: parse_value(k, v, str(path)) for k, v in table.items()}
+
+
+def parse_flags(items) -> dict:
+    """`--threshold name=value` flags (later ones win)."""
+    out = {}
+    for item in items or ():
+        name, sep, value = str(item).partition("=")
+        if not sep:
+            raise UsageError(f"--threshold {item!r}: expected name=value")
+        out[name.strip()] = parse_value(name.strip(), value.strip(), "--threshold")
+    return out
+
+
+def thresholds(config=None, flags=None) -> dict:
+    """Defaults, overridden by the config file, overridden by flags."""
+    t = default_thresholds()
+    if config:
+        t.update(load_config(config))
+    t.update(parse_flags(flags))
+    return t
+
+
+def resolve(th: dict, summary: dict) -> dict:
+    """Replace "auto" with the graph's cores used / cores per socket."""
+    auto = {"instantaneous_parallelism": summary.get("cores_used", 1),
+            "scatter": summary.get("cores_per_socket", summary.get("cores_used", 1))}
+    return {k: float(auto[k]) if v == "auto" else float(v) for k, v in th.items()}
+
+
+def evaluate(g, th: dict, locations: pd.Series | None = None, top: int = 10) -> dict:
+    """metric -> {grains, percent, on_critical_path, threshold, direction,
+    available, work_ns, locations: [{location, grains, work_ns, of_location_grains}]}.
+
+    `locations`: one source-location string per grain (index = grain id); when
+    None the hex codeptr is used."""
+    gr = g.grains
+    n = len(gr)
+    if locations is None:
+        locations = gr["codeptr"].map(lambda c: f"0x{int(c):x}") if n else pd.Series([], dtype=str)
+    loc = pd.Series(np.asarray(locations), index=gr.index)
+    crit = gr["on_critical_path"].to_numpy(bool)
+    work = gr["work"].to_numpy(np.int64)
+    out = {}
+    for name, rule in RULES.items():
+        th_value = th[name]
+        entry = {"threshold": th_value, "direction": "<" if rule.below else ">",
+                 "meaning": rule.meaning}
+        if name not in gr.columns:
+            out[name] = {**entry, "available": False, "grains": 0, "percent": 0.0,
+                         "on_critical_path": 0, "work_ns": 0, "locations": []}
+            continue
+        v = gr[name].to_numpy(np.float64)
+        with np.errstate(invalid="ignore"):
+            hit = (v < th_value) if rule.below else (v > th_value)
+        count = int(hit.sum())
+        out[name] = {**entry, "available": True, "grains": count,
+                     "percent": 100.0 * count / n if n else 0.0,
+                     "on_critical_path": int((hit & crit).sum()),
+                     "work_ns": int(work[hit].sum()),
+                     "locations": _rank_locations(loc, hit, work, top)}
+    return out
+
+
+def _rank_locations(loc: pd.Series, hit, work, top):
+    if not hit.any():
+        return []
+    df = pd.DataFrame({"location": loc.to_numpy(), "hit": hit, "work": work,
+                       "hit_work": np.where(hit, work, 0)})
+    by = df.groupby("location", sort=False).agg(
+        grains=("hit", "sum"), all_grains=("hit", "size"), work_ns=("hit_work", "sum"))
+    by = by[by["grains"] > 0].sort_values(["work_ns", "grains"], ascending=False).head(top)
+    return [{"location": str(name), "grains": int(r.grains), "work_ns": int(r.work_ns),
+             "of_location_grains": float(100.0 * r.grains / r.all_grains)}
+            for name, r in by.iterrows()]
