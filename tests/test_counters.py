@@ -195,3 +195,42 @@ def test_bad_name_is_one_line_naming_it_and_the_valid_names(spec, shown, what):
     assert len(lines) == 1, result.stderr
     assert f"{what} counter '{shown}'" in lines[0]
     assert all(name in lines[0] for name in SOFTWARE)
+
+
+# ---------------------------------------------------------------- PAPI path
+# PAPI finds no hardware counters here, but its perf_event component offers
+# the kernel's software events as native events (perf::TASK-CLOCK ...): they
+# drive the PAPI code path for real (library/thread init, one event set per
+# thread, PAPI_read) and give an independent second reading of our own perf
+# group. CI installs libpapi-dev, so the build has PAPI when papi.h exists.
+needs_papi = pytest.mark.skipif(not os.path.exists("/usr/include/papi.h"),
+                                reason="libpapi-dev not installed: built without PAPI")
+
+
+@needs_papi
+def test_papi_native_events_count_on_every_thread():
+    head, threads, stderr = probe_ok("perf::PAGE-FAULTS,perf::TASK-CLOCK")
+    assert stderr == ""
+    assert [(c["name"], c["source"], c["available"]) for c in head["metadata"]] == \
+        [("perf::PAGE-FAULTS", "papi", True), ("perf::TASK-CLOCK", "papi", True)]
+    for t in threads:
+        faults, clock = np.subtract(t["after"], t["before"])
+        assert faults >= 256 and clock >= 19_000_000, t
+
+
+@needs_papi
+def test_papi_and_perf_agree_inside_the_collector(build, example, tmp_path):
+    out = tmp_path / "both.parquet"
+    result, _ = run_collected(build, example("fib"), 20, out=out,
+                              counters="perf::TASK-CLOCK,task-clock,perf::PAGE-FAULTS,page-faults")
+    assert result.returncode == 0, result.stderr
+    df = pq.read_table(out).to_pandas()
+    df = df.dropna(subset=[c for c in df.columns if c.startswith("counter:")])
+    for t, rows in df.groupby("thread"):
+        span = rows.iloc[[0, -1]]
+        d = span.diff().iloc[1]
+        clock = d["counter:task-clock"]
+        assert clock > 0
+        # Same thread, same interval, two independent readers of the kernel's counts.
+        assert abs(d["counter:perf::TASK-CLOCK"] - clock) <= 0.01 * clock + 1e6, (t, d)
+        assert abs(d["counter:perf::PAGE-FAULTS"] - d["counter:page-faults"]) <= 2, (t, d)

@@ -213,10 +213,13 @@ static int valid_name_char(char ch) {
 }
 
 static void bad_name(const char *what, const char *name) {
-  fprintf(stderr,
-          "grainlab: %s counter '%s' in GRAINLAB_COUNTERS (software counters: %s; "
-          "PAPI events start with PAPI_)\n",
-          what, name, kSoftwareList);
+#ifdef GL_HAVE_PAPI
+  const char *papi = "PAPI presets PAPI_* and the native events papi_native_avail lists";
+#else
+  const char *papi = "PAPI presets PAPI_* (this build has no PAPI)";
+#endif
+  fprintf(stderr, "grainlab: %s counter '%s' in GRAINLAB_COUNTERS (software counters: %s; %s)\n",
+          what, name, kSoftwareList, papi);
 }
 
 /* Classify one name: 0 ok, -1 unknown/malformed (message printed). */
