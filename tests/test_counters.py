@@ -234,3 +234,34 @@ def test_papi_and_perf_agree_inside_the_collector(build, example, tmp_path):
         # Same thread, same interval, two independent readers of the kernel's counts.
         assert abs(d["counter:perf::TASK-CLOCK"] - clock) <= 0.01 * clock + 1e6, (t, d)
         assert abs(d["counter:perf::PAGE-FAULTS"] - d["counter:page-faults"]) <= 2, (t, d)
+
+
+def _paranoid() -> int | None:
+    try:
+        return int(open("/proc/sys/kernel/perf_event_paranoid").read())
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or _paranoid() != 2,
+                    reason="needs root (to drop to nobody) and kernel.perf_event_paranoid=2")
+def test_unprivileged_user_gets_user_space_counts_and_no_silent_zeros():
+    """perf_event_paranoid=2: an ordinary user may count only user-space
+    activity. task-clock and page faults still work; context switches and
+    migrations (kernel-only events) are reported unavailable, not recorded as 0."""
+    path = _paths.build_dir() / "tests" / "counters_probe"
+    if not path.is_file():
+        pytest.fail(f"native test program {path} not built (run `make build`)")
+    result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             str(path), "task-clock,context-switches,page-faults"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    head, *threads = [json.loads(line) for line in result.stdout.splitlines()]
+    assert head["names"] == ["task-clock", "page-faults"]
+    cs = head["metadata"][1]
+    assert cs["available"] is False and "perf_event_paranoid=2" in cs["reason"]
+    assert result.stderr.splitlines() == [
+        f"grainlab: counter context-switches unavailable: {cs['reason']}; continuing without it"]
+    for t in threads:
+        clock, faults = np.subtract(t["after"], t["before"])
+        assert clock >= 19_000_000 and faults >= 256, t

@@ -115,7 +115,15 @@ static void perf_reason(char *out, size_t len, int err) {
     snprintf(out, len, "perf_event_open: %s", strerror(err));
 }
 
-/* Can this thread count the software event? Learns exclude_kernel on the way. */
+/* Events that only ever happen in kernel mode: with exclude_kernel they
+ * would silently read 0, so they are unavailable rather than wrong. */
+static int kernel_only(uint64_t config) {
+  return config == PERF_COUNT_SW_CONTEXT_SWITCHES || config == PERF_COUNT_SW_CPU_MIGRATIONS;
+}
+
+/* Can this thread count the software event? Learns exclude_kernel on the way:
+ * unprivileged users under kernel.perf_event_paranoid >= 2 may only count
+ * user-space activity. */
 static int perf_probe(uint64_t config, char *reason, size_t len) {
   int fd = perf_open(config, -1, exclude_kernel);
   if (fd < 0 && (errno == EACCES || errno == EPERM) && !exclude_kernel) {
@@ -127,6 +135,13 @@ static int perf_probe(uint64_t config, char *reason, size_t len) {
     return 0;
   }
   close(fd);
+  if (exclude_kernel && kernel_only(config)) {
+    perf_reason(reason, len, EACCES);
+    size_t used = strlen(reason);
+    snprintf(reason + used, len - used,
+             " for kernel-side counting, and this event happens only in the kernel");
+    return 0;
+  }
   return 1;
 }
 
