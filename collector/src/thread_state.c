@@ -14,9 +14,20 @@ __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
 static gl_thread *registry[GL_MAX_THREADS];
 static uint32_t nthreads; /* slots handed out (may exceed GL_MAX_THREADS) */
 
+/* Set on a thread that could not get a state, so it does not retry per event. */
+static __thread int untraced __attribute__((tls_model("initial-exec")));
+
 gl_thread *gl_thread_create(void) {
+  if (untraced) return 0;
+  untraced = 1;
   uint32_t index = __atomic_fetch_add(&nthreads, 1, __ATOMIC_ACQ_REL);
-  if (index >= GL_MAX_THREADS) return 0;
+  if (index >= GL_MAX_THREADS) {
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      fprintf(stderr, "grainlab: more than %d threads; the others are not traced\n",
+              GL_MAX_THREADS);
+    return 0;
+  }
   gl_thread *t = calloc(1, sizeof *t);
   size_t slots = (size_t)gl_buffer_events + 1;
   if (t) t->events = malloc(slots * sizeof *t->events);
@@ -33,6 +44,7 @@ gl_thread *gl_thread_create(void) {
   if (gl_ncounters) gl_counters_thread_start(&t->counter_state);
   __atomic_store_n(&registry[index], t, __ATOMIC_RELEASE);
   gl_self_tls = t;
+  untraced = 0;
   return t;
 }
 
