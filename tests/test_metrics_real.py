@@ -1,0 +1,76 @@
+"""Metrics on real traces of the example programs: invariants that must hold
+whatever the timing, checked against independent computations."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from grainlab.graph import build
+from grainlab.metrics import compute_all, earliest_start
+from grainlab.symbolize import grain_locations, symbolize
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = [("fib", (20, 5)), ("tree", (3, 3)), ("loops", ()), ("taskgroup", ()),
+            ("depend", ()), ("undeferred", (4,))]
+
+
+@pytest.mark.parametrize("name, args", EXAMPLES)
+def test_earliest_start_is_the_networkx_longest_path(record, name, args):
+    g = build(record(name, *args, threads=2))
+    es = earliest_start(g)
+    dur = g.nodes["duration"].to_numpy()
+    G = nx.DiGraph()
+    G.add_nodes_from(range(len(g.nodes)))
+    G.add_edges_from(zip(g.edges["src"].tolist(), g.edges["dst"].tolist()))
+    ref = np.zeros(len(dur), np.int64)
+    for v in nx.topological_sort(G):
+        for u in G.predecessors(v):
+            ref[v] = max(ref[v], ref[u] + dur[u])
+    assert (es == ref).all()
+    assert int((es + dur).max()) == g.span
+
+
+@pytest.mark.parametrize("name, args", EXAMPLES)
+def test_metric_invariants(record, name, args):
+    g = build(record(name, *args, threads=2))
+    s = compute_all(g)
+    gr = g.grains
+    positive = gr["work"].to_numpy() > 0
+    ip = gr["instantaneous_parallelism"].to_numpy()
+    # a running grain always counts itself (optimistic), never more than all grains
+    assert (ip[positive] >= 1).all() and (ip[positive] <= len(gr)).all()
+    assert (gr["instantaneous_parallelism_conservative"].to_numpy()[positive] <= ip[positive]).all()
+    assert (gr["parallel_benefit"].dropna() >= 0).all()
+    assert (gr["load_balance"].to_numpy() > 0).all()
+    assert ((gr["earliest_start"] >= 0) | ~positive).all()
+    td = s["time_decomposition"]
+    assert td["work"] + td["overhead"] + td["idle"] == td["total"]
+    assert "memory_hierarchy_utilization" not in gr.columns     # no stall counter here
+
+
+def test_symbolized_fib_locations_are_its_task_pragmas(record):
+    t = record("fib", 20, 5, threads=2)
+    g = build(t)
+    src = (REPO / "examples" / "fib.c").read_text().splitlines()
+    pragma_lines = {i + 1 for i, line in enumerate(src)
+                    if re.match(r"\s*#pragma omp task\b(?!wait)", line)}
+    assert len(pragma_lines) == 2
+    locs = grain_locations(g, t.meta)
+    found = {int(re.fullmatch(r"fib\.c:(\d+) \(fib\)", l).group(1)) for l in locs}
+    assert found == pragma_lines
+    # child 0 of every task is fib(n-1), created at the first pragma
+    first = min(pragma_lines)
+    assert (locs[g.grains["child_number"] == 0] == f"fib.c:{first} (fib)").all()
+
+
+def test_symbolize_fallbacks(tmp_path):
+    not_elf = tmp_path / "libfake.so"
+    not_elf.write_bytes(b"not an elf file")
+    loadmap = [{"path": str(not_elf), "base": 0x1000, "start": 0x1000, "end": 0x2000}]
+    out = symbolize([0, 0x1234, 0x9999, 0x1234], loadmap)
+    assert out.tolist() == ["?", "libfake.so+0x234", "0x9999", "libfake.so+0x234"]
+    assert symbolize([0x10], None).tolist() == ["0x10"]
