@@ -11,9 +11,11 @@
 // - The per-call transposition from rows (gl_event_t) to columns goes into
 //   scratch vectors owned by the writer and reused across calls; Arrow arrays
 //   wrap those vectors without copying.
-// - All memory comes from Arrow's system (malloc) pool: the default
+// - Buffers come from Arrow's system (malloc) pool: the default
 //   jemalloc/mimalloc pool fails to initialise when first used on a libomp
-//   worker thread, which is where a buffer may fill.
+//   worker thread, which is where a buffer may fill. (Arrow's
+//   WriterProperties::Builder still calls default_memory_pool() once, so the
+//   collector also sets ARROW_DEFAULT_MEMORY_POOL=system at start-up.)
 // - Encodings are chosen for a small file: ids and the clock are mostly
 //   increasing within a thread, so they use DELTA_BINARY_PACKED; the other
 //   columns have few distinct values per row group and use dictionary + RLE.
