@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -69,21 +68,16 @@ GRAPHML_TYPES = ("boolean", "int", "long", "double", "string")
 
 
 @dataclass
-class Attribute:
-    """One GraphML key: its declaration and how to get its values for rows
-    start..stop as Arrow text (null = leave the data element out)."""
-    key: str
+class Key:
+    """One GraphML attribute declaration."""
+    id: str
     domain: str        # "node" | "edge" | "graph"
     name: str
     type: str          # one of GRAPHML_TYPES
-    text: Callable[[int, int], pa.Array]
 
     def declaration(self) -> str:
-        return (f'  <key id="{self.key}" for="{self.domain}" '
+        return (f'  <key id="{self.id}" for="{self.domain}" '
                 f'attr.name={quoteattr(self.name)} attr.type="{self.type}"/>\n')
-
-    def data(self, start: int, stop: int) -> pa.Array:
-        return T.optional(f'<data key="{self.key}">', self.text(start, stop), "</data>")
 
 
 def graphml_type(dtype) -> str:
@@ -101,6 +95,10 @@ def graphml_type(dtype) -> str:
 
 def text_of(arr: pa.Array, gtype: str) -> pa.Array:
     """Values of one column as GraphML text (null where there is no value)."""
+    if pa.types.is_dictionary(arr.type):
+        # Categoricals: format the few categories, not every row.
+        return pa.DictionaryArray.from_arrays(
+            arr.indices, text_of(arr.dictionary, gtype)).dictionary_decode()
     if gtype == "boolean":
         return T.bools(arr)
     if gtype in ("int", "long"):
@@ -112,24 +110,34 @@ def text_of(arr: pa.Array, gtype: str) -> pa.Array:
     return T.xml_escaped(arr)
 
 
-def column_attribute(key, domain, name, series: pd.Series) -> Attribute:
-    gtype = graphml_type(series.dtype)
-    values = series
+def arrow_column(series: pd.Series) -> pa.Array:
+    """A column as Arrow, keeping categoricals dictionary-encoded."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return pa.DictionaryArray.from_arrays(
+            pa.array(series.cat.codes.to_numpy(), mask=series.isna().to_numpy()),
+            T.to_arrow(pd.Series(series.cat.categories.astype(object))))
+    return T.to_arrow(series)
 
-    def text(start, stop):
-        return text_of(T.to_arrow(values.iloc[start:stop]), gtype)
-    return Attribute(key, domain, name, gtype, text)
 
-
-def mapped_attribute(key, name, column: pd.Series, owner: np.ndarray) -> Attribute:
-    """A grain-table column shown on every node of that grain."""
-    gtype = graphml_type(column.dtype)
-    full = T.to_arrow(column)
-    n = len(column)
-
-    def text(start, stop):
-        return text_of(full.take(owner_index(owner[start:stop], n)), gtype)
-    return Attribute(key, "node", name, gtype, text)
+def data_pieces(columns: list[tuple[Key, pa.Array]]) -> list:
+    """`<data>` elements of rows, as pieces for one element-wise join: a value
+    array with the constant text around it, or (for columns with missing values)
+    an array that is empty where the value is missing."""
+    pieces: list = []
+    pending = ""
+    for key, arr in columns:
+        text = text_of(arr, key.type)
+        if text.null_count == 0:
+            pieces += [f'{pending}<data key="{key.id}">', text]
+            pending = "</data>"
+        else:
+            if pending:
+                pieces.append(pending)
+                pending = ""
+            pieces.append(T.optional(f'<data key="{key.id}">', text, "</data>"))
+    if pending:
+        pieces.append(pending)
+    return pieces
 
 
 # ---------------------------------------------------------------------------
@@ -148,11 +156,21 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
     node_ids = nodes.index.to_numpy()
     owner = nodes["grain"].to_numpy(dtype=np.int64)
 
-    node_attrs = _node_attributes(g, nodes, owner)
-    edge_attrs = [column_attribute(f"e{i}", "edge", name, edges[name])
-                  for i, name in enumerate(c for c in edges.columns
-                                           if c not in ("src", "dst"))]
-    graph_attrs = _graph_attributes(g, reduced)
+    node_keys = [Key(f"n{i}", "node", name, graphml_type(nodes[name].dtype))
+                 for i, name in enumerate(_node_columns(nodes))]
+    owner_keys, identity_text, grain_text = _owner_blocks(
+        g, {k.name for k in node_keys}, len(node_keys))
+    # Grain columns describe the grain's execution: they go on its fragment and
+    # chunk nodes, not on the forks/joins/book-keeping it owns.
+    executes = np.isin(type_codes(nodes["type"], list(NODE_STYLE)),
+                       [list(NODE_STYLE).index(t) for t in SCALED_TYPES])
+    grain_owner = np.where(executes, owner, -1)
+    edge_names = [c for c in edges.columns if c not in ("src", "dst")]
+    edge_keys = [Key(f"e{i}", "edge", name, graphml_type(edges[name].dtype))
+                 for i, name in enumerate(edge_names)]
+    graph_facts = _graph_facts(g, reduced)
+    graph_keys = [Key(f"g{i}", "graph", name, graphml_type(pd.Series([v]).dtype))
+                  for i, (name, v) in enumerate(graph_facts.items())]
     graphics_node = _NodeGraphics(nodes, owner, g)
     graphics_edge = _EdgeGraphics(edges)
 
@@ -160,28 +178,33 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
     with open(path, "wb") as f:
         head = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n',
                 f"<graphml {NS}>\n"]
-        head += [a.declaration() for a in graph_attrs + node_attrs + edge_attrs]
+        head += [k.declaration() for k in graph_keys + node_keys + owner_keys + edge_keys]
         head += ['  <key id="ng" for="node" yfiles.type="nodegraphics"/>\n',
                  '  <key id="eg" for="edge" yfiles.type="edgegraphics"/>\n',
                  '  <graph id="G" edgedefault="directed">\n']
-        head += [f'    <data key="{a.key}">{a.text(0, 1)[0].as_py()}</data>\n'
-                 for a in graph_attrs]
+        for k, value in zip(graph_keys, graph_facts.values()):
+            text = text_of(T.to_arrow(pd.Series([value])), k.type)[0].as_py()
+            head.append(f'    <data key="{k.id}">{text}</data>\n')
         f.write("".join(head).encode())
 
         for start, stop in T.batches(len(nodes)):
-            ids = T.ints(pa.array(node_ids[start:stop]))
-            pieces = ['    <node id="n', ids, '">']
-            pieces += [a.data(start, stop) for a in node_attrs]
-            pieces += [graphics_node.text(start, stop), "</node>\n"]
+            part = nodes.iloc[start:stop]
+            pieces = ['    <node id="n', T.ints(pa.array(node_ids[start:stop])), '">']
+            pieces += data_pieces([(k, arrow_column(part[k.name])) for k in node_keys])
+            who = identity_text.take(owner_index(owner[start:stop], len(identity_text)))
+            what = grain_text.take(owner_index(grain_owner[start:stop], len(grain_text)))
+            pieces += [pc.fill_null(who, ""), pc.fill_null(what, ""),
+                       graphics_node.text(start, stop), "</node>\n"]
             T.write_rows(f, T.join(pieces))
 
         src = edges["src"].to_numpy()
         dst = edges["dst"].to_numpy()
         for start, stop in T.batches(len(edges)):
+            part = edges.iloc[start:stop]
             pieces = ['    <edge id="e', T.ints(pa.array(np.arange(start, stop))),
                       '" source="n', T.ints(pa.array(src[start:stop])),
                       '" target="n', T.ints(pa.array(dst[start:stop])), '">']
-            pieces += [a.data(start, stop) for a in edge_attrs]
+            pieces += data_pieces([(k, arrow_column(part[k.name])) for k in edge_keys])
             pieces += [graphics_edge.text(start, stop), "</edge>\n"]
             T.write_rows(f, T.join(pieces))
         f.write(b"  </graph>\n</graphml>\n")
@@ -189,50 +212,56 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
     return {"nodes": len(nodes), "edges": len(edges), "bytes": size}
 
 
-def _node_attributes(g, nodes: pd.DataFrame, owner: np.ndarray) -> list[Attribute]:
-    attrs: list[Attribute] = []
-    first = ["type", "grain"]
-    rest = [c for c in nodes.columns if c not in first]
-    for name in first + rest:
-        attrs.append(column_attribute(f"n{len(attrs)}", "node", name, nodes[name]))
+def _node_columns(nodes: pd.DataFrame) -> list[str]:
+    first = [c for c in ("type", "grain") if c in nodes.columns]
+    return first + [c for c in nodes.columns if c not in first]
 
+
+def _owner_blocks(g, taken: set, first_index: int):
+    """Keys and text of the attributes a node takes from its owner, formatted
+    once per owner and then copied onto its nodes: `identity` per owner id
+    (grains and contexts), and `source` plus every grain-table column per grain
+    (a name clashing with a node column is prefixed `grain_`)."""
     identities = owner_identity(g)
-    n_owners = len(identities)
-    attrs.append(Attribute(f"n{len(attrs)}", "node", "identity", "string",
-                           lambda a, b: T.xml_escaped(identities.take(
-                               owner_index(owner[a:b], n_owners)))))
-
     grains = g.grains
+    keys: list[Key] = []
+
+    def key(name, gtype):
+        k = Key(f"n{first_index + len(keys)}", "node", name, gtype)
+        keys.append(k)
+        return k
+
+    identity_text = _block([(key("identity", "string"), identities)])
     source = source_column(grains)
-    taken = {a.name for a in attrs}
+    names = [c for c in grains.columns if c not in ("identity", source)]
     if source is not None:
-        attrs.append(mapped_attribute(f"n{len(attrs)}", "source",
-                                      grains[source].astype(object), owner))
-        taken.add("source")
-    for name in grains.columns:
-        if name in ("identity", source):
-            continue
-        shown = f"grain_{name}" if name in taken else name
-        column = grains[name]
-        if isinstance(column.dtype, pd.CategoricalDtype):
-            column = column.astype(object)
-        attrs.append(mapped_attribute(f"n{len(attrs)}", shown, column, owner))
-        taken.add(shown)
-    return attrs
+        names.insert(0, source)
+    shown_taken = set(taken) | {"identity"}
+    columns = []
+    for name in names:
+        shown = "source" if name == source else name
+        if shown in shown_taken:
+            shown = f"grain_{name}"
+        shown_taken.add(shown)
+        arr = arrow_column(grains[name])
+        columns.append((key(shown, graphml_type(grains[name].dtype)), arr))
+    return keys, identity_text, _block(columns)
 
 
-def _graph_attributes(g, reduced: bool) -> list[Attribute]:
+def _block(columns) -> pa.Array:
+    if not columns or not len(columns[0][1]):
+        return pa.array([], pa.string())
+    return pc.fill_null(T.join(data_pieces(columns)), "")
+
+
+def _graph_facts(g, reduced: bool) -> dict:
     facts = {"reduced": bool(reduced)}
     for name in ("work", "span", "grain_work", "parallelism"):
         value = getattr(g, name, None)
         if value is not None:
             facts[name] = value
     facts["grains"] = len(g.grains)
-    attrs = []
-    for i, (name, value) in enumerate(facts.items()):
-        s = pd.Series([value])
-        attrs.append(column_attribute(f"g{i}", "graph", name, s))
-    return attrs
+    return facts
 
 
 def _reduced_edge_critical(g, r) -> np.ndarray:
@@ -248,16 +277,27 @@ def _reduced_edge_critical(g, r) -> np.ndarray:
     return mine.isin(pairs)
 
 
+def type_codes(column: pd.Series, names: list[str]) -> np.ndarray:
+    """Index of each row's value in `names` (len(names) if absent), computed on
+    the categories of a categorical column rather than on every row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        lookup = np.array([names.index(c) if c in names else len(names)
+                           for c in column.cat.categories] + [len(names)], dtype=np.int32)
+        return lookup[column.cat.codes.to_numpy()]   # code -1 (NaN) -> last entry
+    values = column.astype(str).to_numpy()
+    code = np.full(len(values), len(names), dtype=np.int32)
+    for i, name in enumerate(names):
+        code[values == name] = i
+    return code
+
+
 class _NodeGraphics:
     """yFiles ShapeNode per node: shape/fill by type, width by duration,
     red border on the critical path, identity as label for grain nodes."""
 
     def __init__(self, nodes: pd.DataFrame, owner: np.ndarray, g):
-        types = nodes["type"].astype(str).to_numpy()
         names = list(NODE_STYLE)
-        code = np.full(len(types), len(names), dtype=np.int32)
-        for i, name in enumerate(names):
-            code[types == name] = i
+        code = type_codes(nodes["type"], names)
         self.code = code
         styles = [NODE_STYLE[n] for n in names] + [UNKNOWN_STYLE]
         self.shape = pa.array([s[0] for s in styles])
@@ -276,8 +316,7 @@ class _NodeGraphics:
         self.width = np.rint(width).astype(np.int64)
         self.height = height.astype(np.int64)
         self.critical = nodes["on_critical_path"].to_numpy(dtype=bool)
-        identities = owner_identity(g)
-        self.labels = identities
+        self.labels = T.xml_escaped(owner_identity(g))
         self.owner = owner
         self.scaled = scaled
 
@@ -286,7 +325,7 @@ class _NodeGraphics:
         crit = pa.array(self.critical[start:stop])
         label_idx = owner_index(np.where(self.scaled[start:stop],
                                          self.owner[start:stop], -1), len(self.labels))
-        label = pc.fill_null(T.xml_escaped(self.labels.take(label_idx)), "")
+        label = pc.fill_null(self.labels.take(label_idx), "")
         return T.join([
             '<data key="ng"><y:ShapeNode><y:Geometry height="',
             T.ints(pa.array(self.height[start:stop])), '" width="',
@@ -302,11 +341,8 @@ class _EdgeGraphics:
     """yFiles PolyLineEdge: colour by edge type, red and thick on the critical path."""
 
     def __init__(self, edges: pd.DataFrame):
-        types = edges["type"].astype(str).to_numpy()
         names = list(EDGE_COLOUR)
-        code = np.full(len(types), len(names), dtype=np.int32)
-        for i, name in enumerate(names):
-            code[types == name] = i
+        code = type_codes(edges["type"], names)
         self.code = code
         self.colour = pa.array(list(EDGE_COLOUR.values()) + ["#808080"])
         self.critical = (edges["on_critical_path"].to_numpy(dtype=bool)
