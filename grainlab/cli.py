@@ -29,15 +29,41 @@ run `grainlab COMMAND --help` for a command's options.
 
 
 def command_modules():
-    """grainlab.commands.* modules that define a command, sorted by name."""
+    """grainlab.commands.* modules that define a command, sorted by name.
+    A module that fails to import becomes a command that reports why, so one
+    broken command never takes the others down."""
     found = []
     for info in pkgutil.iter_modules(commands.__path__):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        try:
+            module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        except Exception as e:  # noqa: BLE001 - reported when the command is used
+            found.append(_UnavailableCommand(info.name, e))
+            continue
         if hasattr(module, "add_parser") and hasattr(module, "run"):
             found.append(module)
     return sorted(found, key=lambda m: m.__name__)
+
+
+class _UnavailableCommand:
+    """Stands in for a command module that could not be imported."""
+
+    def __init__(self, name: str, error: Exception):
+        self.name = name
+        self.__name__ = f"{commands.__name__}.{name}"
+        first = (str(error).strip().splitlines() or [""])[0]
+        self.reason = f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+    def add_parser(self, subparsers):
+        p = subparsers.add_parser(self.name, help=f"(unavailable: {self.reason})",
+                                  add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(run=self.run)
+
+    def run(self, args) -> int:
+        raise GrainlabError(f"command {self.name!r} is unavailable in this "
+                            f"installation ({self.reason})")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -65,7 +65,7 @@ def add_parser(subparsers):
                    help="run a libgomp (GCC) program on LLVM libomp's GOMP layer")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no summary line after the run")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
                    help="the program to record and its arguments")
     p.set_defaults(run=run)
 
@@ -81,7 +81,7 @@ def _positive_int(text: str) -> int:
 
 
 def run(args) -> int:
-    command = list(args.command)
+    command = list(args.program)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
@@ -109,6 +109,7 @@ def run(args) -> int:
         "OMP_TOOL": "enabled",
         "OMP_TOOL_LIBRARIES": str(collector),
         "GRAINLAB_OUTPUT": str(output.resolve()),
+        "GRAINLAB_QUIET": "1",  # record prints its own line about the trace
     })
     if counters is not None:
         env["GRAINLAB_COUNTERS"] = counters

@@ -1,0 +1,131 @@
+"""`grainlab record`: every mistake costs one line, a stopped run still leaves
+a readable trace, and the program's exit code comes through."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import grainlab
+from conftest import assert_one_line_error, grainlab as run_cli
+
+
+def test_records_a_trace_and_passes_output_through(tmp_path, example):
+    out = tmp_path / "fib.parquet"
+    result = run_cli("record", "-o", out, "--", example("fib"), 12, 3)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "fib(12) = 144"
+    assert "Traceback" not in result.stderr
+    t = grainlab.load(out)
+    assert t.complete and t.summary()["tasks"] == 14
+
+
+def test_not_openmp_program(tmp_path, example):
+    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("not_openmp"))
+    assert_one_line_error(result, "does not use OpenMP", "nothing to record")
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_libgomp_program_says_why_and_the_way_out(tmp_path, example):
+    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("fib_gomp"), 10)
+    assert_one_line_error(result, "libgomp", "no OMPT", "clang -fopenmp", "--gomp-compat")
+
+
+def test_libgomp_program_runs_on_libomp_gomp_layer(tmp_path, example):
+    out = tmp_path / "t.parquet"
+    result = run_cli("record", "--gomp-compat", "-o", out, "--", example("fib_gomp"), 10, 3)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "fib(10) = 55"
+    assert grainlab.load(out).summary()["tasks"] == 14
+
+
+@pytest.mark.parametrize("output", ["/nonexistent-dir/t.parquet", "/proc/t.parquet", "DIR"])
+def test_unwritable_output_path(tmp_path, example, output):
+    if output == "DIR":
+        output = tmp_path
+    result = run_cli("record", "-o", output, "--", example("fib"), 5)
+    assert_one_line_error(result, "cannot write trace to")
+    assert result.stdout == ""  # the program never ran
+
+
+@pytest.mark.parametrize("spec", ["no-such-counter", "task-clock,bogus", "task-clock,,"])
+def test_bad_counter_name(tmp_path, example, spec):
+    result = run_cli("record", "--counters", spec, "-o", tmp_path / "t.parquet",
+                     "--", example("fib"), 5)
+    assert_one_line_error(result, "counter")
+    assert result.stdout == ""
+
+
+def test_software_counters_become_columns(tmp_path, example):
+    out = tmp_path / "t.parquet"
+    result = run_cli("record", "--counters", "task-clock,context-switches", "-o", out,
+                     "--", example("fib"), 10, 3)
+    assert result.returncode == 0, result.stderr
+    t = grainlab.load(out)
+    assert t.counters == ["task-clock", "context-switches"]
+    clock = t.events["counter:task-clock"]
+    # Counters are read at fragment boundaries: task create rows carry a value.
+    assert clock[t.events["event"] == 7].notna().all()
+
+
+def test_missing_and_non_executable_program(tmp_path, build):
+    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", tmp_path / "nope")
+    assert_one_line_error(result, "no such file")
+    script = tmp_path / "plain.txt"
+    script.write_text("hello")
+    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", script)
+    assert_one_line_error(result, "not executable")
+    result = run_cli("record", "-o", tmp_path / "t.parquet")
+    assert_one_line_error(result, "no program given")
+
+
+def test_program_exit_code_is_returned(tmp_path, example):
+    # fib rejects a malformed argument with exit code 2 before any OpenMP runs,
+    # so no trace is written: both facts must come through.
+    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("fib"), "x")
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_collector_is_one_line(tmp_path, example):
+    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("fib"), 5,
+                     env={"GRAINLAB_COLLECTOR": str(tmp_path / "libnothing.so")})
+    assert_one_line_error(result, "GRAINLAB_COLLECTOR")
+
+
+def _record_then_signal(tmp_path, example, signum):
+    out = tmp_path / "t.parquet"
+    # fib 40 without cutoff runs for minutes: it is still running when signalled.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grainlab.cli", "record", "-o", str(out),
+         "--buffer-events", "4096", "--", example("fib"), "40"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    deadline = time.monotonic() + 20
+    # Wait until the collector has flushed at least one buffer.
+    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 4096):
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err, out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stopped_run_leaves_readable_incomplete_trace(tmp_path, example, signum):
+    code, err, out = _record_then_signal(tmp_path, example, signum)
+    assert code == 128 + signum, err
+    assert "Traceback" not in err
+    t = grainlab.load(out)
+    assert t.complete is False
+    assert t.meta["end_reason"] == f"signal:{signal.Signals(signum).name}"
+    assert t.summary()["tasks"] > 0
+    warning = [line for line in err.splitlines() if line.startswith("grainlab: warning")]
+    assert len(warning) == 1 and "incomplete" in warning[0]
+    # What `info` says about it: one warning line, exit 0.
+    info = run_cli("info", out)
+    assert info.returncode == 0 and "INCOMPLETE" in info.stdout
