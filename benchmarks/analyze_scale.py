@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/analyze_scale.py --sizes 1e5,1e6 --shape fork-join
     .venv/bin/python benchmarks/analyze_scale.py --sizes 1e6 --profile   # + cProfile top list
 
-Synthetic traces come from `grainlab synth` and are cached (by shape and size)
+Synthetic traces come from `grainlab.synth.generate` and are cached (by shape and size)
 under --cache-dir, so reruns only measure the analysis. Each size is measured in
 a FRESH Python process, so its peak memory (VmHWM of that process) is its own.
 Timed steps: `grainlab.load` (read + validate), graph build (`trace.graph()`),
@@ -105,12 +105,15 @@ def synth(shape: str, grains: int, out: Path, timeout: float) -> float:
         return 0.0
     tmp = out.with_suffix(".tmp.parquet")
     t = time.perf_counter()
-    r = subprocess.run([python(), "-m", "grainlab.cli", "synth", "--shape", shape,
-                        "--grains", str(grains), "-o", str(tmp)],
+    # In a child process, so the generator's memory never counts for anyone.
+    code = ("import sys; from grainlab.synth import generate; "
+            "generate(sys.argv[1], sys.argv[2], int(sys.argv[3]))")
+    r = subprocess.run([python(), "-c", code, str(tmp), shape, str(grains)],
                        cwd=REPO, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
-        raise SystemExit(f"analyze_scale: `grainlab synth --shape {shape} --grains {grains}` "
-                         f"failed: {r.stderr.strip().splitlines()[-1:] or r.returncode}")
+        tail = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        raise SystemExit(f"analyze_scale: grainlab.synth.generate({shape!r}, {grains}) "
+                         f"failed: {tail}")
     os.replace(tmp, out)
     return time.perf_counter() - t
 

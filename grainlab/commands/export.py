@@ -76,6 +76,7 @@ def load_graph(path, metrics=True, progress=None):
         else:
             from ..graph import build
             g = build(trace)
+    _add_source_locations(g, trace)
     if metrics:
         try:
             from ..metrics import compute_all
@@ -85,6 +86,17 @@ def load_graph(path, metrics=True, progress=None):
             with progress.step("computing metrics"):
                 compute_all(g)
     return g
+
+
+def _add_source_locations(g, trace) -> None:
+    """`source` column (file:line (function)) from the code addresses, for labels."""
+    if "source" in g.grains.columns:
+        return
+    try:
+        from ..symbolize import grain_locations
+    except ImportError:
+        return
+    g.grains["source"] = grain_locations(g, trace.meta).to_numpy()
 
 
 def _check_writable(out: Path) -> None:
