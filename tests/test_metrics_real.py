@@ -74,3 +74,15 @@ def test_symbolize_fallbacks(tmp_path):
     out = symbolize([0, 0x1234, 0x9999, 0x1234], loadmap)
     assert out.tolist() == ["?", "libfake.so+0x234", "0x9999", "libfake.so+0x234"]
     assert symbolize([0x10], None).tolist() == ["0x10"]
+
+
+@pytest.mark.parametrize("name, args", [("fib", (20, 5)), ("loops", ())])
+def test_achieved_profile_and_its_summary_agree(record, name, args):
+    from grainlab.metrics import instantaneous_parallelism as ip
+    g = build(record(name, *args, threads=2))
+    prof = ip.achieved_profile(g)
+    t, r = prof["time"].to_numpy(), prof["running"].to_numpy()
+    assert r[-1] == 0 and (r >= 0).all() and r.max() <= 2     # 2 threads
+    s = ip.achieved_summary(g)
+    assert s["achieved_max"] == r.max()
+    assert s["achieved_mean"] == pytest.approx((r[:-1] * np.diff(t)).sum() / (t[-1] - t[0]))

@@ -7,14 +7,29 @@ grain's own execution" rule in one place.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 # Node kinds that are a grain's (or a context's) own computation.
 EXEC_TYPES = ("fragment", "chunk")
 
 
+def is_one_of(column, *values) -> np.ndarray:
+    """Boolean array: column value in `values`. Compares category codes when the
+    column is categorical (a string comparison per row is slow at 10^7 rows)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = list(column.cat.categories)
+        codes = column.cat.codes.to_numpy()
+        out = np.zeros(len(codes), bool)
+        for v in values:          # a handful of values, each one vector compare
+            if v in cats:
+                out |= codes == cats.index(v)
+        return out
+    return np.isin(column.to_numpy(), values)
+
+
 def exec_node_mask(nodes) -> np.ndarray:
     """True for fragment and chunk nodes."""
-    return nodes["type"].astype(str).isin(EXEC_TYPES).to_numpy()
+    return is_one_of(nodes["type"], *EXEC_TYPES)
 
 
 def grain_exec_mask(g) -> np.ndarray:

@@ -13,13 +13,16 @@ forks, a thread's book-keeping -> chunk -> book-keeping ...), so
   2. the remaining edges (creation, synchronization, dependence, joins) link
      chain heads; a level-by-level Kahn pass over heads (one numpy step per
      level, about 2 x task-tree depth levels) gives every head's start.
-If the graph provides `nodes.earliest_start` it is used instead.
+If the graph already provides `nodes.earliest_start`, or `nodes.earliest_finish`
+(grainlab.graph's critical-path pass: longest path to v including v), that is
+used instead: start = finish - duration.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import GrainlabError
+from ._graph import is_one_of
 
 
 def earliest_start(g) -> np.ndarray:
@@ -27,10 +30,11 @@ def earliest_start(g) -> np.ndarray:
     if "earliest_start" in g.nodes.columns:
         return g.nodes["earliest_start"].to_numpy(np.int64)
     dur = g.nodes["duration"].to_numpy(np.int64)
-    et = g.edges["type"].astype(str).to_numpy()
+    if "earliest_finish" in g.nodes.columns:
+        return g.nodes["earliest_finish"].to_numpy(np.int64) - dur
     return longest_path_starts(dur, g.edges["src"].to_numpy(np.int64),
                                g.edges["dst"].to_numpy(np.int64),
-                               et == "continuation")
+                               is_one_of(g.edges["type"], "continuation"))
 
 
 def longest_path_starts(dur, src, dst, is_continuation) -> np.ndarray:

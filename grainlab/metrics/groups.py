@@ -1,25 +1,55 @@
 """Sibling groups shared by load balance and scatter.
 
 A task's group is its siblings joined at the same join (same parent, same waiter
-join node); a chunk's group is its loop instance. Returns one int64 group label
-per grain (labels are arbitrary but equal within a group).
+join node); a chunk's group is its loop instance. `sibling_groups` returns one
+int64 label per grain, 0..n_groups-1.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from ._graph import is_one_of
+
 
 def sibling_groups(grains: pd.DataFrame) -> np.ndarray:
-    is_chunk = (grains["kind"].astype(str) == "chunk").to_numpy()
+    n = len(grains)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    is_chunk = is_one_of(grains["kind"], "chunk")
     parent = grains["parent"].to_numpy(np.int64)
     join = grains["join"].to_numpy(np.int64)
-    loop = grains["loop"].astype(str).to_numpy() if "loop" in grains else np.full(len(grains), "")
-    # Tasks: (parent, join). Chunks: loop instance (its own key space).
-    key = pd.DataFrame({
-        "c": is_chunk,
-        "a": np.where(is_chunk, 0, parent),
-        "b": np.where(is_chunk, 0, join),
-        "l": np.where(is_chunk, loop, ""),
-    })
-    return key.groupby(["c", "a", "b", "l"], sort=False, observed=True).ngroup().to_numpy(np.int64)
+    loop_code = np.zeros(n, np.int64)
+    if is_chunk.any():
+        loop_code[is_chunk] = pd.factorize(grains["loop"].to_numpy()[is_chunk])[0]
+    # Tasks: (parent, join); chunks: (loop code, -2), a key no task has (join >= -1).
+    a = np.where(is_chunk, loop_code, parent)
+    b = np.where(is_chunk, -2, join)
+    a = a - a.min()
+    b = b - b.min()
+    key = a * (int(b.max()) + 1) + b          # < 2^60 for any realistic graph
+    return np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+def sorted_by_group(group: np.ndarray, value: np.ndarray):
+    """(order, starts, ends): `order` sorts by (group, value); group g occupies
+    order[starts[g]:ends[g]] (every label 0..max must be present)."""
+    order = np.lexsort((value, group))
+    counts = np.bincount(group)
+    ends = np.cumsum(counts)
+    return order, ends - counts, ends
+
+
+def group_median(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Median of `value` per group label (mean of the two middle values)."""
+    order, starts, ends = sorted_by_group(group, value)
+    v = value[order]
+    lo = starts + (ends - starts - 1) // 2
+    hi = starts + (ends - starts) // 2
+    return (v[lo] + v[hi]) / 2.0
+
+
+def group_max(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarray:
+    out = np.full(n_groups, -np.inf)
+    np.maximum.at(out, group, value)
+    return out

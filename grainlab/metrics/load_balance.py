@@ -13,26 +13,34 @@ means one grain approaches the makespan of the whole group.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from .groups import sibling_groups
+from ._graph import is_one_of
+from .groups import group_max, group_median, sibling_groups
 
 COLUMN = "load_balance"
 
 
 def compute(g) -> None:
     gr = g.grains
+    n = len(gr)
+    if n == 0:
+        gr[COLUMN] = np.zeros(0)
+        return
     group = sibling_groups(gr)
-    is_chunk = (gr["kind"].astype(str) == "chunk").to_numpy()
-    # chain id: a chunk's chain is (group, thread); a task is its own chain
-    chain_thread = np.where(is_chunk, gr["thread"].to_numpy(np.int64), -1 - np.arange(len(gr)))
-    df = pd.DataFrame({"group": group, "chain": chain_thread,
-                       "work": gr["work"].to_numpy(np.float64)})
-    chains = df.groupby(["group", "chain"], sort=False)["work"].sum().reset_index()
-    median_chain = chains.groupby("group", sort=False)["work"].median()
-    longest = df.groupby("group", sort=False)["work"].max()
-    num = longest.reindex(group).to_numpy()
-    den = median_chain.reindex(group).to_numpy()
+    n_groups = int(group.max()) + 1
+    work = gr["work"].to_numpy(np.float64)
+    is_chunk = is_one_of(gr["kind"], "chunk")
+    # chains: a task alone; the chunks of one loop instance run by one thread
+    thread = gr["thread"].to_numpy(np.int64)
+    chain_key = np.where(is_chunk, group * (int(thread.max()) + 2) + thread + 1,
+                         -1 - np.arange(n))
+    chain_id, first = np.unique(chain_key, return_inverse=False, return_index=True)[0:2]
+    chain_of = np.searchsorted(chain_id, chain_key)
+    chain_len = np.bincount(chain_of, weights=work, minlength=len(chain_id))
+    chain_group = group[first]
+    median_chain = group_median(chain_group, chain_len)
+    longest = group_max(group, work, n_groups)
+    num, den = longest[group], median_chain[group]
     with np.errstate(divide="ignore", invalid="ignore"):
         lb = np.where(den > 0, num / np.where(den > 0, den, 1.0),
                       np.where(num > 0, np.inf, 1.0))

@@ -11,13 +11,14 @@ A grain with zero cost has infinite benefit.
 from __future__ import annotations
 
 import numpy as np
+from ._graph import is_one_of
 
 COLUMN = "parallel_benefit"
 
 
 def compute(g) -> None:
     gr = g.grains
-    is_chunk = (gr["kind"].astype(str) == "chunk").to_numpy()
+    is_chunk = is_one_of(gr["kind"], "chunk")
     creation = gr["creation_cost"].to_numpy(np.float64)
     bookkeeping = gr["bookkeeping_cost"].to_numpy(np.float64)
     own_cost = np.where(is_chunk, bookkeeping, creation)

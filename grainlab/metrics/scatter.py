@@ -12,7 +12,6 @@ loop of a million chunks on 2 cpus costs 3 pairs, not 10^12.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .groups import sibling_groups
 
@@ -47,20 +46,25 @@ def compute(g) -> str:
     gr = g.grains
     name, dist = distance_model(getattr(g, "meta", {}) or {})
     group = sibling_groups(gr)
+    n_groups = int(group.max()) + 1 if len(group) else 0
     cpu = gr["cpu"].to_numpy(np.int64)
     ok = cpu >= 0
-    counts = (pd.DataFrame({"group": group[ok], "cpu": cpu[ok]})
-              .groupby(["group", "cpu"], sort=False).size().rename("n").reset_index())
-    pairs = counts.merge(counts, on="group", suffixes=("_a", "_b"))
-    pairs = pairs[pairs["cpu_a"] <= pairs["cpu_b"]]
-    na, nb = pairs["n_a"].to_numpy(np.int64), pairs["n_b"].to_numpy(np.int64)
-    same = (pairs["cpu_a"] == pairs["cpu_b"]).to_numpy()
-    weight = np.where(same, na * (na - 1) // 2, na * nb)
-    d = dist(pairs["cpu_a"].to_numpy(np.int64), pairs["cpu_b"].to_numpy(np.int64))
-    grp = pairs["group"].to_numpy(np.int64)
+    # grains per (group, cpu), sorted by group then cpu
+    width = int(cpu.max()) + 1 if ok.any() else 1
+    key, n = np.unique(group[ok] * width + cpu[ok], return_counts=True)
+    grp, c = key // width, key % width
+    # every pair (i <= j) of distinct cpus of one group, without a loop
+    counts = np.bincount(grp, minlength=n_groups)
+    group_end = np.cumsum(counts)
+    i = np.arange(len(key))
+    per_i = group_end[grp] - i
+    ii = np.repeat(i, per_i)
+    jj = ii + (np.arange(len(ii)) - np.repeat(np.cumsum(per_i) - per_i, per_i))
+    na, nb = n[ii], n[jj]
+    weight = np.where(ii == jj, na * (na - 1) // 2, na * nb)
+    d = dist(c[ii], c[jj])
     keep = weight > 0
-    grp, d, weight = grp[keep], d[keep], weight[keep]
-    med = _weighted_median_by_group(grp, d, weight, int(group.max()) + 1 if len(group) else 0)
+    med = _weighted_median_by_group(grp[ii][keep], d[keep], weight[keep], n_groups)
     gr[COLUMN] = med[group] if len(group) else np.zeros(0)
     return name
 

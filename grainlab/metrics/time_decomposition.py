@@ -18,12 +18,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._graph import is_one_of
+
 COLUMNS = ("work", "create", "schedule", "sync", "overhead", "idle", "total")
 
 
 def per_thread(g) -> pd.DataFrame:
     nodes = g.nodes
-    typ = nodes["type"].astype(str).to_numpy()
+    types = nodes["type"]
     thread = nodes["thread"].to_numpy(np.int64)
     dur = nodes["duration"].to_numpy(np.int64)
     start = nodes["start"].to_numpy(np.int64)
@@ -38,14 +40,15 @@ def per_thread(g) -> pd.DataFrame:
         s = pd.Series(w[sel]).groupby(t[sel]).sum()
         return s.reindex(threads, fill_value=0).to_numpy(np.int64)
 
-    work = total_by_thread(np.isin(typ, ("fragment", "chunk")))
-    create = total_by_thread(typ == "fork")
-    schedule = total_by_thread(typ == "bookkeeping")
+    work = total_by_thread(is_one_of(types, "fragment", "chunk"))
+    create = total_by_thread(is_one_of(types, "fork"))
+    schedule = total_by_thread(is_one_of(types, "bookkeeping"))
+    is_join = is_one_of(types, "join")
     # joins: charge each resuming thread (continuation successor) the join's duration
     e = g.edges
     src = e["src"].to_numpy(np.int64)
     dst = e["dst"].to_numpy(np.int64)
-    cont = (e["type"].astype(str) == "continuation").to_numpy() & (typ[src] == "join")
+    cont = is_one_of(e["type"], "continuation") & is_join[src]
     sync = total_by_thread(np.ones(cont.sum(), bool), thread[dst[cont]], dur[src[cont]])
     overhead = create + schedule + sync
     idle = np.maximum(window - work - overhead, 0)

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._graph import is_one_of
+
 COLUMNS = ("work", "creation_cost", "bookkeeping_cost", "sync_cost")
 
 
 def summary(g) -> dict:
     grains = g.grains
-    kind = grains["kind"].astype(str).to_numpy()
+    is_task = is_one_of(grains["kind"], "task")
+    is_chunk = is_one_of(grains["kind"], "chunk")
     span = int(g.span)
     work = int(g.work)
     return {
         "grains": int(len(grains)),
-        "tasks": int(np.count_nonzero(kind == "task")),
-        "chunks": int(np.count_nonzero(kind == "chunk")),
+        "tasks": int(np.count_nonzero(is_task)),
+        "chunks": int(np.count_nonzero(is_chunk)),
         "work_ns": work,
         "grain_work_ns": int(grains["work"].sum()),
         "span_ns": span,

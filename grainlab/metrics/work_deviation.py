@@ -13,18 +13,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._graph import is_one_of
+
 COLUMN = "work_deviation"
 
 
 def match(grains_a: pd.DataFrame, grains_b: pd.DataFrame) -> np.ndarray:
     """For every grain of B, the row position of the same grain in A, or -1."""
     def key(gr):
-        return gr["kind"].astype(str) + ":" + gr["identity"].astype(str)
-    ka = key(grains_a)
-    first_a = pd.Series(np.arange(len(ka)), index=ka.to_numpy())
-    first_a = first_a[~first_a.index.duplicated(keep="first")]
-    pos = first_a.reindex(key(grains_b).to_numpy())
-    return pos.fillna(-1).to_numpy(np.int64)
+        return pd.MultiIndex.from_arrays([is_one_of(gr["kind"], "chunk"),
+                                          gr["identity"].to_numpy()])
+    ka, kb = key(grains_a), key(grains_b)
+    keep = ~ka.duplicated(keep="first")
+    lookup = pd.Series(np.arange(len(ka))[keep], index=ka[keep])
+    return lookup.reindex(kb).fillna(-1).to_numpy(np.int64)
 
 
 def ratio(work_b: np.ndarray, work_a: np.ndarray) -> np.ndarray:
