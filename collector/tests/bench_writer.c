@@ -4,6 +4,7 @@
  * pointers, taskwait sync rows, FLUSH_BEGIN/END around every buffer).
  *
  * usage: bench_writer OUT.parquet [events (default 2000000)] [ncounters (0..3)]
+ *                     [buffer events (default and max 65536)]
  * Prints dlopen time, bytes/event on disk and write throughput. */
 #define _GNU_SOURCE
 #include "writer_loader.h"
@@ -15,7 +16,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define BUFFER_EVENTS 65536
+#define BUFFER_EVENTS 65536 /* capacity; argv[4] may use less, as GRAINLAB_BUFFER_EVENTS */
+static size_t buffer_events = BUFFER_EVENTS;
 #define NTHREADS 2
 
 typedef struct {
@@ -79,7 +81,7 @@ static void push(sim_thread *t, uint8_t event, uint64_t task, uint64_t other,
   e->codeptr = codeptr;
   e->kind = kind;
   memcpy(&t->cbuf[t->n * ncounters], t->ctr, sizeof(int64_t) * ncounters);
-  if (++t->n == BUFFER_EVENTS - 2) flush(t); /* room for FLUSH_BEGIN */
+  if (++t->n == buffer_events - 2) flush(t); /* room for FLUSH_BEGIN */
 }
 
 /* Task `self` runs fib(n): creates two children, waits, runs them
@@ -114,6 +116,8 @@ int main(int argc, char **argv) {
   uint64_t target = argc > 2 ? strtoull(argv[2], NULL, 10) : 2000000;
   ncounters = argc > 3 ? atoi(argv[3]) : 0;
   if (ncounters < 0 || ncounters > 3) ncounters = 3;
+  if (argc > 4) buffer_events = strtoul(argv[4], NULL, 10);
+  if (buffer_events < 16 || buffer_events > BUFFER_EVENTS) buffer_events = BUFFER_EVENTS;
   static const char *const names[] = {"task-clock", "page-faults", "context-switches"};
   if (gl_load_writer(NULL, &api) != 0) return 1;
   w = api.open(argv[1], ncounters, names, err, sizeof err);
@@ -149,5 +153,7 @@ int main(int argc, char **argv) {
   printf("bytes/event: %.3f\n", (double)st.st_size / written);
   printf("write throughput (inside gl_writer_write + close): %.2f Mevents/s (%.3f s)\n",
          written / write_s / 1e6, write_s);
+  printf("row groups of %zu events: %.3f ms per gl_writer_write\n", buffer_events,
+         write_s * 1e3 / ((double)written / buffer_events));
   return 0;
 }
