@@ -121,3 +121,11 @@ def test_bad_threshold_and_config(fib, tmp_path):
     assert_one_line_error(grainlab("analyze", "--config", tmp_path / "no.toml", fib.path),
                           "no.toml", "no such config file")
     assert_one_line_error(grainlab("analyze", "--interval", "soon", fib.path), "--interval")
+
+
+def test_progress_lines_only_when_enabled(capsys):
+    from grainlab.commands._pipeline import Progress
+    Progress(enabled=True)("building the grain graph")
+    Progress(enabled=False)("quiet")
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "building the grain graph" in err[0]
