@@ -27,7 +27,8 @@ def build_loops_and_chunks(trace):
     position[thread_order(ev)] = np.arange(len(ev))
     tasks = trace.tasks()
     regions = trace.regions()
-    lineage = pd.Series(tasks["lineage"].to_numpy(), index=tasks["id"].to_numpy())
+    lineage = pd.Series(tasks["lineage"].to_numpy(dtype=object),
+                        index=tasks["id"].to_numpy(), dtype=object)
     lineage = lineage[~lineage.index.duplicated()]
 
     work = _work_rows(ev, position)
@@ -190,6 +191,6 @@ def _concat(*parts) -> np.ndarray:
         else:
             p = np.asarray(p)
             if p.dtype != object:
-                p = pd.Series(p).astype(str).to_numpy(dtype=object)
+                p = p.astype(str).astype(object)
             out = out + p
     return out

@@ -147,15 +147,17 @@ def _check_task_references(ev, contradiction):
     create = np.flatnonzero(code == S.TASK_CREATE)
     implicit = np.flatnonzero(code == S.IMPLICIT_BEGIN)
     created = task[create]
-    uniq, first_pos, counts = np.unique(created, return_index=True, return_counts=True)
-    dup = np.flatnonzero(counts > 1)
+    # Sorting + binary search: fast membership for tens of millions of ids.
+    by_id = np.argsort(created, kind="stable")
+    created_sorted = created[by_id]
+    dup = np.flatnonzero(created_sorted[1:] == created_sorted[:-1])
     if len(dup):
-        rows = create[created == uniq[dup[0]]]
-        contradiction(rows[1], "task", f"task {_fmt(uniq[dup[0]])} created twice")
-    known = np.union1d(uniq, task[implicit])
+        contradiction(create[by_id[dup[0] + 1]], "task",
+                      f"task {_fmt(created_sorted[dup[0]])} created twice")
+    known = np.sort(np.concatenate((created, task[implicit])))
 
     parent = other[create]
-    orphan = np.flatnonzero(~np.isin(parent, known))
+    orphan = np.flatnonzero(~_member(parent, known))
     if len(orphan):
         row = create[orphan[0]]
         contradiction(row, "other",
@@ -164,7 +166,7 @@ def _check_task_references(ev, contradiction):
 
     sched = np.flatnonzero(code == S.TASK_SCHEDULE)
     for field, ids in (("task", task[sched]), ("other", other[sched])):
-        unknown = np.flatnonzero((ids != 0) & ~np.isin(ids, known))
+        unknown = np.flatnonzero((ids != 0) & ~_member(ids, known))
         if len(unknown):
             row = sched[unknown[0]]
             contradiction(row, field,
@@ -175,26 +177,36 @@ def _check_task_references(ev, contradiction):
     # An explicit task must be created before it first runs, and must run
     # before it is switched away from.
     if len(create) and len(sched):
-        first_run = _first_tsc(task[sched], tsc[sched])
-        first_stop = _first_tsc(other[sched], tsc[sched])
-        create_tsc = pd.Series(tsc[create], index=created)
-        runs = first_run.reindex(created)
-        early = np.flatnonzero(runs.to_numpy(dtype=np.float64, na_value=np.inf)
-                               < create_tsc.to_numpy(dtype=np.float64))
+        created_tsc = tsc[create][by_id].astype(np.float64)
+        first_run = _first_time_per_task(created_sorted, task[sched], tsc[sched])
+        first_stop = _first_time_per_task(created_sorted, other[sched], tsc[sched])
+        early = np.flatnonzero(first_run < created_tsc)
         if len(early):
-            row = create[early[0]]
+            row = create[by_id[early[0]]]
             contradiction(row, "tsc", f"task {_fmt(task[row])} runs before it is created")
-        stops = first_stop.reindex(created).to_numpy(dtype=np.float64, na_value=np.inf)
-        starts = runs.to_numpy(dtype=np.float64, na_value=np.inf)
-        bad = np.flatnonzero(stops < starts)
+        bad = np.flatnonzero(first_stop < first_run)
         if len(bad):
-            victim = created[bad[0]]
+            victim = created_sorted[bad[0]]
             row = sched[np.flatnonzero(other[sched] == victim)[0]]
             contradiction(row, "other",
                           f"task {_fmt(victim)} is switched away from before it "
                           "ever starts (an end without a begin)")
 
 
-def _first_tsc(ids, tsc) -> pd.Series:
-    s = pd.Series(tsc, index=ids)
-    return s.groupby(level=0).min()
+def _member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """values in sorted_ids, element-wise."""
+    if len(sorted_ids) == 0:
+        return np.zeros(len(values), dtype=bool)
+    pos = np.searchsorted(sorted_ids, values)
+    pos[pos == len(sorted_ids)] = 0
+    return sorted_ids[pos] == values
+
+
+def _first_time_per_task(sorted_ids, ids, tsc) -> np.ndarray:
+    """Earliest tsc at which each of sorted_ids appears in ids (inf if never)."""
+    first = np.full(len(sorted_ids), np.inf)
+    pos = np.searchsorted(sorted_ids, ids)
+    pos[pos == len(sorted_ids)] = 0
+    hit = sorted_ids[pos] == ids
+    np.minimum.at(first, pos[hit], tsc[hit].astype(np.float64))
+    return first
