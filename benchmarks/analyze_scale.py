@@ -81,6 +81,7 @@ if profile_to:
 else:
     work()
 result["peak_bytes"] = peak_bytes()
+result["cpu"] = time.process_time()   # whole child; shows contention from other load
 print("RESULT " + json.dumps(result))
 """
 
@@ -164,8 +165,12 @@ def main(argv=None) -> int:
     cache.mkdir(parents=True, exist_ok=True)
     print(f"analyze_scale: shape={args.shape} sizes={','.join(map(fmt_size, sizes))} "
           f"cache={cache} python={python()}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"  machine: {os.cpu_count()} cpus, load average {load:.1f} at start "
+          "(seconds are wall time of the steps; cpu s = the child's CPU time, "
+          "imports included)")
     header = (f"{'grains':>9} {'events':>10} {'nodes':>10} {'load s':>8} {'graph s':>8} "
-              f"{'metrics s':>9} {'total s':>8} {'peak GiB':>8} {'x prev':>7}")
+              f"{'metrics s':>9} {'total s':>8} {'cpu s':>7} {'peak GiB':>8} {'x prev':>7}")
     results: dict[int, dict] = {}
     printed_header = False
     crashed = False
@@ -193,7 +198,8 @@ def main(argv=None) -> int:
         print(f"{res['grains']:>9} {res['events']:>10} {res['nodes']:>10} "
               f"{steps.get('load', 0):>8.2f} {steps.get('graph', 0):>8.2f} "
               f"{steps['metrics'] if 'metrics' in steps else float('nan'):>9.2f} "
-              f"{res['seconds']:>8.2f} {res['peak_bytes'] / GIB:>8.2f} {ratio:>7}"
+              f"{res['seconds']:>8.2f} {res.get('cpu', float('nan')):>7.2f} "
+              f"{res['peak_bytes'] / GIB:>8.2f} {ratio:>7}"
               + (f"  (vs {fmt_size(prev[0])})" if ratio else ""))
         for s in res["skipped"]:
             print(f"          skipped: {s}")

@@ -150,7 +150,11 @@ def _add_grains(g, slices: _Slices, identities: pa.Array) -> None:
     names = ident
     if source is not None:
         src = T.to_arrow(grains[source].astype(object)).cast(pa.string())
-        names = pc.if_else(pc.fill_null(pc.greater(pc.utf8_length(src), 0), False), src, ident)
+        # An address the symbolizer could not resolve ("0x...", "?") names
+        # nothing a reader knows: use the identity then.
+        known = pc.and_(pc.greater(pc.utf8_length(src), 0),
+                        pc.and_not(pc.invert(pc.starts_with(src, "0x")), pc.equal(src, "?")))
+        names = pc.if_else(pc.fill_null(known, False), src, ident)
     names = T.json_escaped(names)
     kind = (grains["kind"].astype(str).to_numpy() if "kind" in grains.columns
             else np.full(n, "task"))
