@@ -84,6 +84,34 @@ def _list_rank(parent: np.ndarray) -> np.ndarray:
         p[live] = p[q]
 
 
+def _in(values: np.ndarray, codes) -> np.ndarray:
+    """values in codes, for small non-negative codes (event kinds, enums): a
+    table lookup, much cheaper than np.isin on tens of millions of rows."""
+    codes = np.asarray(codes, dtype=np.int64)
+    table = np.zeros(int(codes.max()) + 2, dtype=bool)
+    table[codes] = True
+    v = values.astype(np.int64, copy=False)
+    return table[np.minimum(v, len(table) - 1)]
+
+
+def _first_per_key(keys: np.ndarray, n_keys: int) -> np.ndarray:
+    """Positions (into keys) of the first occurrence of each present key, in
+    increasing key order (keys are dense ints in [0, n_keys))."""
+    first = np.full(n_keys, len(keys), dtype=np.int64)
+    np.minimum.at(first, keys, np.arange(len(keys)))
+    return first[first < len(keys)]
+
+
+def _frame(columns: dict, index=None) -> pd.DataFrame:
+    """DataFrame from columns without consolidating them into 2-D blocks
+    (pandas would copy every same-typed column at construction)."""
+    import warnings
+    with warnings.catch_warnings():
+        # pandas 3 deprecates copy=False (CoW makes it lazy) but still honours it
+        warnings.simplefilter("ignore")
+        return pd.DataFrame(columns, index=index, copy=False)
+
+
 def _series(values, index) -> pd.Series:
     s = pd.Series(values, index=index)
     return s[~s.index.duplicated()]
@@ -133,11 +161,11 @@ class _Builder:
     # -- 1. owners -------------------------------------------------------------
     def _owners(self):
         tasks = self.trace.tasks()
-        kind = tasks["kind"].astype(str).to_numpy()
-        explicit = tasks[kind == "explicit"].sort_values("create_ns", kind="stable")
-        ctx = tasks[kind != "explicit"]
+        kind = np.asarray(tasks["kind"] == "explicit")
+        explicit = tasks[kind].sort_values("create_ns", kind="stable")
+        ctx = tasks[~kind]
         ctx = ctx.iloc[np.lexsort((ctx["create_ns"].to_numpy(),
-                                   ctx["kind"].astype(str).to_numpy() != "initial"))]
+                                   np.asarray(ctx["kind"] != "initial")))]
         self.explicit = explicit.reset_index(drop=True)
         self.ctx = ctx.reset_index(drop=True)
         self.T = T = len(explicit)
@@ -146,7 +174,8 @@ class _Builder:
         self.index = pd.Index(np.concatenate([explicit["id"].to_numpy(np.uint64),
                                               ctx["id"].to_numpy(np.uint64)]))
         self.untied = bool(explicit["untied"].any()) if len(explicit) else False
-        ctx_kind = self.ctx["kind"].astype(str).to_numpy()
+        self._id_table()
+        ctx_kind = np.asarray(self.ctx["kind"].astype(object))
         self.is_initial = np.zeros(self.E, dtype=bool)
         self.is_initial[T:] = ctx_kind == "initial"
         self.is_implicit = np.zeros(self.E, dtype=bool)
@@ -165,8 +194,40 @@ class _Builder:
                                        regions["id"].to_numpy(np.uint64))
 
     def owner_of(self, ids) -> np.ndarray:
-        """Owner index of task ids (-1 for 0 / unknown)."""
-        return self.index.get_indexer(np.asarray(ids, dtype=np.uint64)).astype(np.int64)
+        """Owner index of task ids (-1 for 0 / unknown).
+
+        Collector ids are (thread + 1) << 40 | n with n dense per thread, so a
+        direct table replaces hashing when the ids follow that scheme."""
+        ids = np.asarray(ids, dtype=np.uint64)
+        if self._table is None:
+            return self.index.get_indexer(ids).astype(np.int64)
+        hi = (ids >> np.uint64(40)).astype(np.int64)
+        lo = (ids & np.uint64((1 << 40) - 1)).astype(np.int64)
+        ok = (hi >= 1) & (hi < len(self._base)) & (ids != 0)
+        hi_ok = np.where(ok, hi, 0)
+        ok &= lo < self._limit[hi_ok]
+        out = np.full(len(ids), -1, dtype=np.int64)
+        out[ok] = self._table[self._base[hi_ok[ok]] + lo[ok]]
+        return out
+
+    def _id_table(self):
+        """Direct id -> owner table if ids follow the collector's scheme."""
+        ids = self.index.to_numpy(np.uint64)
+        self._table = None
+        if not len(ids):
+            return
+        hi = (ids >> np.uint64(40)).astype(np.int64)
+        lo = (ids & np.uint64((1 << 40) - 1)).astype(np.int64)
+        if hi.min() < 1 or hi.max() > 1 << 16:
+            return
+        limit = np.zeros(int(hi.max()) + 1, dtype=np.int64)
+        np.maximum.at(limit, hi, lo + 1)
+        if limit.sum() > 4 * len(ids) + 1024:
+            return
+        base = np.concatenate([[0], np.cumsum(limit)[:-1]])
+        table = np.full(int(limit.sum()), -1, dtype=np.int64)
+        table[base[hi] + lo] = np.arange(len(ids))
+        self._table, self._base, self._limit = table, base, limit
 
     # -- 2. chunks ---------------------------------------------------------------
     def _chunks(self):
@@ -180,12 +241,12 @@ class _Builder:
         wb = np.flatnonzero((ev == S.WORK_BEGIN) & (r.kind != S.WORK_TASKLOOP) & (own >= 0))
         wb = wb[np.lexsort((r.grank[wb], own[wb]))]
         wb_seq = _series(_cumcount(own[wb]), wb)
-        lw = np.flatnonzero(np.isin(ev, (S.WORK_BEGIN, S.WORK_END)) & np.isin(r.kind, LOOP_WORK)
+        lw = np.flatnonzero(_in(ev, (S.WORK_BEGIN, S.WORK_END)) & _in(r.kind, LOOP_WORK)
                             & (own >= 0))
         lw_key = own[lw] * span + r.grank[lw]
         o = np.argsort(lw_key, kind="stable")
         lw, lw_key = lw[o], lw_key[o]
-        ch = np.flatnonzero((ev == S.CHUNK) & np.isin(r.kind, LOOP_DISPATCH) & (own >= 0))
+        ch = np.flatnonzero((ev == S.CHUNK) & _in(r.kind, LOOP_DISPATCH) & (own >= 0))
         k = np.searchsorted(lw_key, own[ch] * span + r.grank[ch], side="right") - 1
         ok = k >= 0
         ok[ok] = (own[lw[k[ok]]] == own[ch[ok]]) & (ev[lw[k[ok]]] == S.WORK_BEGIN)
@@ -203,20 +264,19 @@ class _Builder:
         r = self.rows
         ev, t, n, T = r.event, r.time, len(r), self.T
         own = self.row_owner
-        oth = self.owner_of(r.other)
+        oth = self.other_owner = self.owner_of(r.other)
         s = _Slots()
 
         # first schedule into each explicit task opens its first fragment
         sc = np.flatnonzero((ev == S.TASK_SCHEDULE) & (own >= 0) & (own < T))
-        sc = sc[np.argsort(r.grank[sc], kind="stable")]
-        _, first = np.unique(own[sc], return_index=True)
-        sc = sc[first]
+        if self.untied:
+            sc = sc[np.argsort(r.grank[sc], kind="stable")]
+        sc = sc[_first_per_key(own[sc], self.E)]
         s.add(len(sc), owner=own[sc], row=r.grank[sc], type=FRAGMENT, start=t[sc])
 
         # creation: fork (weight min(gap, estimate)), then a fragment
         cr = np.flatnonzero((ev == S.TASK_CREATE) & (own >= 0) & (oth >= 0))
-        _, first = np.unique(own[cr], return_index=True)
-        cr = cr[np.sort(first)]
+        cr = np.sort(cr[_first_per_key(own[cr], self.E)])
         child, parent = own[cr], oth[cr]
         gap = self._gap_to_next_runtime_row(cr)
         self.creation_estimate = int(round(float(np.quantile(gap, self.q)))) if len(gap) else 0
@@ -230,9 +290,9 @@ class _Builder:
 
         # taskwait and barriers: join at SYNC_BEGIN, fragment at SYNC_END
         waits = (S.SYNC_TASKWAIT,) + S.SYNC_BARRIERS
-        sb = np.flatnonzero((ev == S.SYNC_BEGIN) & np.isin(r.kind, waits) & (own >= 0))
-        se = np.flatnonzero((ev == S.SYNC_END) & np.isin(r.kind, waits) & (own >= 0))
-        barrier = np.isin(r.kind[sb], S.SYNC_BARRIERS)
+        sb = np.flatnonzero((ev == S.SYNC_BEGIN) & _in(r.kind, waits) & (own >= 0))
+        se = np.flatnonzero((ev == S.SYNC_END) & _in(r.kind, waits) & (own >= 0))
+        barrier = _in(r.kind[sb], S.SYNC_BARRIERS)
         shared = np.full(len(sb), -1, dtype=np.int64)
         bsb = sb[barrier]
         self.n_barriers = 0
@@ -267,13 +327,11 @@ class _Builder:
 
         # implicit / initial task begins; the initial task ends in the program_end join
         ib = np.flatnonzero((ev == S.IMPLICIT_BEGIN) & (own >= 0))
-        _, first = np.unique(own[ib], return_index=True)
-        ib = ib[first]
+        ib = ib[_first_per_key(own[ib], self.E)]
         s.add(len(ib), owner=own[ib], row=r.grank[ib], type=FRAGMENT, start=t[ib])
         ie = np.flatnonzero((ev == S.IMPLICIT_END) & (own >= 0))
         ie = ie[self.is_initial[own[ie]]]
-        _, first = np.unique(own[ie], return_index=True)
-        ie = ie[first]
+        ie = ie[_first_per_key(own[ie], self.E)]
         s.add(len(ie), owner=own[ie], row=r.grank[ie], type=JOIN, jkind=PROGRAM_END, start=t[ie])
         missing = np.setdiff1d(np.flatnonzero(self.is_initial), own[ie])
         s.add(len(missing), owner=missing, row=n + 1, type=JOIN, jkind=PROGRAM_END,
@@ -281,7 +339,7 @@ class _Builder:
 
         # loops: book-keeping at WORK_BEGIN / WORK_END; before every chunk but the
         # first of its loop on that thread a zero book-keeping node; the chunk
-        lw = np.flatnonzero(np.isin(ev, (S.WORK_BEGIN, S.WORK_END)) & np.isin(r.kind, LOOP_WORK)
+        lw = np.flatnonzero(_in(ev, (S.WORK_BEGIN, S.WORK_END)) & _in(r.kind, LOOP_WORK)
                             & (own >= 0))
         s.add(len(lw), owner=own[lw], row=r.grank[lw], type=BOOKKEEPING, start=t[lw])
         ch = self.ch_rows
@@ -297,8 +355,8 @@ class _Builder:
         # taskgroups (SYNC_BEGIN kind 6 is the taskgroup's start in libomp)
         self.tg_begin = np.flatnonzero((ev == S.SYNC_BEGIN) & (r.kind == S.SYNC_TASKGROUP) & (own >= 0))
         self.tg_end = np.flatnonzero((ev == S.SYNC_END) & (r.kind == S.SYNC_TASKGROUP) & (own >= 0))
-        cols = s.columns()
-        self._add_taskgroup_joins(s, cols)
+        if len(self.tg_end):
+            self._add_taskgroup_joins(s, s.columns())
         self.sl = self._ordered(s.columns())
 
     def _gap_to_next_runtime_row(self, idx):
@@ -306,7 +364,7 @@ class _Builder:
         DEPENDENCE / TASK_DEPENDENCE row (those belong to the creation)."""
         r = self.rows
         n = len(r)
-        dep = np.isin(r.event, (S.DEPENDENCE, S.TASK_DEPENDENCE))
+        dep = _in(r.event, (S.DEPENDENCE, S.TASK_DEPENDENCE))
         nxt = np.minimum.accumulate(np.where(~dep, np.arange(n), n)[::-1])[::-1]
         j = np.full(len(idx), n, dtype=np.int64)
         inside = idx + 1 < n
@@ -335,7 +393,7 @@ class _Builder:
         prev = bkey[np.maximum(i, 0)]
         last = np.where((i >= 0) & (prev // span == owner), prev % span, -1)
         so = np.flatnonzero((r.event == S.TASK_SCHEDULE) & (r.kind == S.STATUS_SWITCH))
-        so_key = np.sort(self.owner_of(r.other[so]) * span + r.grank[so])
+        so_key = np.sort(self.other_owner[so] * span + r.grank[so])
         j = np.searchsorted(so_key, owner * span + last, side="right")
         cand = so_key[np.minimum(j, len(so_key) - 1)] if len(so_key) else np.zeros(len(tge), np.int64)
         found = (j < len(so_key)) & (cand // span == owner) & (cand % span < r.grank[tge])
@@ -355,7 +413,12 @@ class _Builder:
         return inv[grank_values]
 
     def _ordered(self, sl):
-        o = np.lexsort((sl["sub"], sl["row"], sl["owner"]))
+        subw = int(sl["sub"].max()) + 2 if len(sl["sub"]) else 2
+        key = (sl["owner"] * self.span + sl["row"]) * subw + (sl["sub"] + 1)
+        if len(key) and int(sl["owner"].max()) * self.span * subw < (1 << 62):
+            o = np.argsort(key)            # keys are unique
+        else:
+            o = np.lexsort((sl["sub"], sl["row"], sl["owner"]))
         sl = {f: v[o] for f, v in sl.items()}
         sl["seq"] = _cumcount(sl["owner"])
         sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
@@ -413,6 +476,8 @@ class _Builder:
         c["type"][node] = typ
         c["grain"] = np.empty(N, np.int64)
         c["grain"][node] = sl["grain"]
+        c["owner"] = np.full(N, -1, np.int64)
+        c["owner"][node[chain]] = sl["owner"][chain]
         c["owner_seq"] = np.full(N, -1, np.int64)
         c["owner_seq"][node[chain]] = sl["seq"][chain]
         pos = self._pos(sl["row"])
@@ -498,10 +563,10 @@ class _Builder:
         src = np.concatenate([p[0] for p in parts])
         dst = np.concatenate([p[1] for p in parts])
         kind = np.concatenate([p[2] for p in parts])
-        key = src * self.N + dst
-        _, first = np.unique(key, return_index=True)
-        first.sort()
-        self.e_src, self.e_dst, self.e_type = src[first], dst[first], kind[first]
+        if len(dsrc):   # only dependence edges can repeat an existing edge
+            keep = ~pd.Series(src * self.N + dst).duplicated(keep="first").to_numpy()
+            src, dst, kind = src[keep], dst[keep], kind[keep]
+        self.e_src, self.e_dst, self.e_type = src, dst, kind
 
     def _slot_node_at(self, rows_pos, slot_type):
         """Node of the slot of `slot_type` that each row (of its owner) opened."""
@@ -636,7 +701,7 @@ class _Builder:
         r = self.rows
         td = np.flatnonzero(r.event == S.TASK_DEPENDENCE)
         ds, dd = self._derived_dependences()
-        src = np.concatenate([self.owner_of(r.other[td]), ds])
+        src = np.concatenate([self.other_owner[td], ds])
         dst = np.concatenate([self.row_owner[td], dd])
         ok = (src >= 0) & (src < self.T) & (dst >= 0) & (dst < self.T)
         return src[ok], dst[ok]
@@ -658,7 +723,7 @@ class _Builder:
         created = np.full(self.E, -1, np.int64)
         created[self.cr_child] = r.grank[self.cr_rows]
         df = pd.DataFrame({"p": parent[task], "a": r.value[d], "c": created[task], "t": task,
-                           "w": np.isin(r.kind[d], WRITER_DEPS)})
+                           "w": _in(r.kind[d], WRITER_DEPS)})
         df = df.sort_values(["p", "a", "c", "w"], kind="stable") \
             .drop_duplicates(["t", "a"], keep="last")
         p, a, t, w = (df[k].to_numpy() for k in ("p", "a", "t", "w"))
@@ -724,9 +789,10 @@ class _Builder:
         waiter = np.concatenate([self.task_waiter, chunk_join])           # public grain order
         n_waited = np.bincount(waiter[waiter >= 0], minlength=self.N).astype(np.int32)
 
-        nodes = pd.DataFrame({
+        nodes = _frame({
             "type": pd.Categorical.from_codes(typ, categories=NODE_TYPES),
             "grain": self._public_ids(c["grain"]),
+            "owner": self._public_ids(c["owner"]),
             "owner_seq": c["owner_seq"].astype(np.int32),
             "thread": c["thread"], "cpu": c["cpu"],
             "start": c["start"], "end": c["end"], "duration": c["duration"],
@@ -737,7 +803,7 @@ class _Builder:
         for name in self.counter_names:
             nodes[name] = c[name]
         nodes.index.name = "node"
-        edges = pd.DataFrame({"src": self.e_src, "dst": self.e_dst,
+        edges = _frame({"src": self.e_src, "dst": self.e_dst,
                               "type": pd.Categorical.from_codes(self.e_type, categories=EDGE_TYPES)})
 
         # per grain aggregates over its own nodes (internal grain ids: owners + chunks)
@@ -797,7 +863,7 @@ class _Builder:
             rname = np.where(pd.isna(rname), "?", rname).astype(object)
             loop[T:] = rname + ".w" + self.ch_seq.astype(str).astype(object)
             identity[T:] = loop[T:] + "@" + first_it[T:].astype(str).astype(object)
-            master = self.ctx[(self.ctx["kind"].astype(str) == "implicit") & (self.ctx["team_index"] == 0)]
+            master = self.ctx[self.is_implicit[T:] & (self.ctx["team_index"].to_numpy() == 0)]
             mt = _series(master["thread"].to_numpy(np.float64), master["region"].to_numpy(np.uint64))
             loop_thread[T:] = mt.reindex(self.ch_region).to_numpy(na_value=-1).astype(np.int32)
             prev = cs - 1
@@ -816,7 +882,7 @@ class _Builder:
         n_children = np.bincount(tparent[tparent >= 0], minlength=E)
         child_number = np.full(G, -1, np.int32)
         child_number[:T] = ex["child_index"].to_numpy()
-        grains = pd.DataFrame({
+        grains = _frame({
             "kind": pd.Categorical(np.repeat(["task", "chunk"], [T, K]), categories=["task", "chunk"]),
             "identity": identity,
             "task_id": np.concatenate([ex["id"].to_numpy(np.uint64), np.zeros(K, np.uint64)]),
@@ -842,8 +908,8 @@ class _Builder:
         cparent[is_init] = -1
         region = self.region_identity.reindex(ctx["region"].to_numpy(np.uint64)).to_numpy(dtype=object)
         region = np.where(is_init | pd.isna(region), "", region).astype(object)
-        contexts = pd.DataFrame({
-            "kind": pd.Categorical(ctx["kind"].astype(str), categories=["initial", "implicit"]),
+        contexts = _frame({
+            "kind": pd.Categorical(np.where(is_init, "initial", "implicit"), categories=["initial", "implicit"]),
             "identity": ctx["lineage"].to_numpy(dtype=object),
             "task_id": ctx["id"].to_numpy(np.uint64),
             "parent": cparent, "region": region,

@@ -25,13 +25,12 @@ from ..errors import GrainlabError
 def topological_order(nodes: pd.DataFrame, src: np.ndarray, dst: np.ndarray):
     """Node ids in a topological order, and which method produced it."""
     n = len(nodes)
-    typ = nodes["type"].to_numpy()
-    is_join = typ == "join"
-    jk = nodes["join_kind"].astype(object).to_numpy()
-    released = is_join & ~np.isin(jk, ["region_end", "program_end"])
+    is_join = np.asarray(nodes["type"] == "join")
+    jk = nodes["join_kind"]
+    released = is_join & ~np.asarray(jk.isin(["region_end", "program_end"]))
     ktime = np.where(released, nodes["end"].to_numpy(), nodes["start"].to_numpy())
-    prio = np.where(is_join, 0, 1)
-    order = np.lexsort((np.arange(n), prio, ktime))
+    # joins first among equal times; a stable sort keeps node id order after that
+    order = np.argsort(ktime.astype(np.int64) * 2 + np.where(is_join, 0, 1), kind="stable")
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     if not len(src) or np.all(rank[src] < rank[dst]):
@@ -93,7 +92,7 @@ def annotate_critical_path(g) -> None:
     n = max(len(g.nodes), 1)
     pair = path[:-1] * n + path[1:]
     key = g.edges["src"].to_numpy() * n + g.edges["dst"].to_numpy()
-    g.edges["on_critical_path"] = np.isin(key, pair)
+    g.edges["on_critical_path"] = pd.Index(pair).get_indexer(key) >= 0 if len(pair) else np.zeros(len(key), bool)
     grain = g.nodes["grain"].to_numpy()[path]
     grain = grain[(grain >= 0) & (grain < len(g.grains))]
     _, first = np.unique(grain, return_index=True)

@@ -81,8 +81,12 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
 
     # Who runs after each row.
     running_id = np.where(ev == S.TASK_CREATE, other, task)
-    decides = np.isin(ev, _RUNS_TASK + (S.TASK_CREATE,))
-    nobody = np.isin(ev, _RUNS_NOBODY)
+    table = np.zeros(256, dtype=bool)
+    table[list(_RUNS_TASK + (S.TASK_CREATE,))] = True
+    decides = table[ev]
+    table = np.zeros(256, dtype=bool)
+    table[list(_RUNS_NOBODY)] = True
+    nobody = table[ev]
     thread_start = np.ones(n, dtype=bool)
     thread_start[1:] = thread[1:] != thread[:-1]
     owner_row = entity_of(running_id)
