@@ -10,6 +10,7 @@
  *    handler that was installed before ours, then restores the default
  *    disposition and re-raises so the process ends as it would have. */
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,12 @@ static void write_all_buffers(void) {
 }
 
 void gl_finish(int complete, const char *end_reason, int from_signal) {
+  /* A child made by fork() inherits our hooks and state; the trace is its
+   * parent's, and the child's own end must not overwrite it. */
+  if (getpid() != gl_run.pid) {
+    gl_recording = 0;
+    return;
+  }
   if (__atomic_exchange_n(&finish_started, 1, __ATOMIC_ACQ_REL)) return;
   gl_recording = 0; /* callbacks from here on record nothing */
   if (from_signal) {
@@ -110,7 +117,7 @@ static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGSEGV,
 static struct sigaction previous[sizeof caught / sizeof caught[0]];
 
 static void on_signal(int sig, siginfo_t *info, void *uctx) {
-  if (!__atomic_load_n(&finish_started, __ATOMIC_ACQUIRE)) {
+  if (getpid() == gl_run.pid && !__atomic_load_n(&finish_started, __ATOMIC_ACQUIRE)) {
     char reason[48];
     const char *abbrev = sigabbrev_np(sig);
     snprintf(reason, sizeof reason, "signal:SIG%s", abbrev ? abbrev : "UNKNOWN");
@@ -119,7 +126,9 @@ static void on_signal(int sig, siginfo_t *info, void *uctx) {
   /* Another thread may be closing the trace (two threads crashing, or a
    * signal during finalize): give it a bounded time before the process ends. */
   struct timespec pause = {0, 1000000};
-  for (int i = 0; i < 2000 && !__atomic_load_n(&finish_done, __ATOMIC_ACQUIRE); i++)
+  for (int i = 0; i < 2000 && getpid() == gl_run.pid &&
+                  !__atomic_load_n(&finish_done, __ATOMIC_ACQUIRE);
+       i++)
     nanosleep(&pause, 0);
   for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) {
     if (caught[i] != sig) continue;
@@ -150,7 +159,12 @@ __attribute__((destructor)) static void on_unload(void) {
   if (gl_recording) gl_finish(0, "exit", 0);
 }
 
+/* The child of fork() records nothing: its buffers and the open file are
+ * copies of the parent's, and writing them would corrupt the parent's trace. */
+static void on_fork_child(void) { gl_recording = 0; }
+
 void gl_install_shutdown_hooks(void) {
+  pthread_atfork(0, 0, on_fork_child);
   for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);

@@ -9,6 +9,7 @@ typedef struct gl_run_info {
   char *command_json, *topology_json, *loadmap_json;
   char runtime_json[2048];
   char output_path[4096];
+  int pid; /* the traced process; a fork()ed child must not touch the trace */
 } gl_run_info;
 extern gl_run_info gl_run;
 

@@ -50,6 +50,7 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
   ompt_set_callback_t set = (ompt_set_callback_t)lookup("ompt_set_callback");
   if (!set) return 0;
   gl_clock_start();
+  gl_run.pid = (int)getpid();
   gl_run.command_json = gl_meta_command_json();
   gl_run.topology_json = gl_meta_topology_json();
   gl_run.loadmap_json = gl_meta_loadmap_json();
