@@ -22,6 +22,8 @@ static void on_thread_end(ompt_data_t *thread_data) {
   gl_thread *t = gl_self();
   if (!t) return;
   gl_record(t, GL_EV_THREAD_END, 0, 0, 0, 0, 0, 0, 0);
+  /* Its last event: release the thread's counters (perf fds, PAPI event set). */
+  if (gl_ncounters) gl_counters_thread_stop(&t->counter_state);
 }
 
 static void on_parallel_begin(ompt_data_t *encountering_task, const ompt_frame_t *frame,
