@@ -113,6 +113,9 @@ struct gl_writer {
   std::shared_ptr<arrow::io::FileOutputStream> sink;
   std::string path;
   int ncounters = 0;
+  // Set when a write failed part-way through a row group: the Parquet writer
+  // cannot continue from there, so later writes are refused with this reason.
+  std::string broken;
 
   // Column scratch, reused across row groups.
   std::vector<uint8_t> event, flags;
@@ -133,8 +136,6 @@ struct gl_writer {
 
   arrow::Status write(uint32_t thread_index, const gl_event_t *ev, const int64_t *ctr,
                       size_t n) {
-    if (thread_index > UINT16_MAX)
-      return arrow::Status::Invalid("thread index ", thread_index, " does not fit uint16");
     resize(n);
     const uint16_t th = static_cast<uint16_t>(thread_index);
     for (size_t i = 0; i < n; i++) {
@@ -267,9 +268,19 @@ __attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_
       set_error(err, errlen, "gl_writer_write: counters is NULL but the file has counter columns");
       return -1;
     }
+    if (thread > UINT16_MAX) {
+      set_error(err, errlen, "gl_writer_write: thread index " + std::to_string(thread) +
+                                 " does not fit the uint16 thread column");
+      return -1;
+    }
+    if (!w->broken.empty()) {
+      set_error(err, errlen, "writer for " + w->path + " unusable after: " + w->broken);
+      return -1;
+    }
     arrow::Status st = w->write(thread, events, counters, n);
     if (!st.ok()) {
-      set_error(err, errlen, "writing row group to " + w->path + ": " + st.ToString());
+      w->broken = "writing row group to " + w->path + ": " + st.ToString();
+      set_error(err, errlen, w->broken);
       return -1;
     }
     return 0;
