@@ -129,3 +129,27 @@ def test_stopped_run_leaves_readable_incomplete_trace(tmp_path, example, signum)
     # What `info` says about it: one warning line, exit 0.
     info = run_cli("info", out)
     assert info.returncode == 0 and "INCOMPLETE" in info.stdout
+
+
+def test_runtime_that_loads_no_tool_is_reported(tmp_path, build, example):
+    # A library without ompt_start_tool: libomp loads it and finds no tool.
+    not_a_tool = build / "lib" / "libgrainwriter.so"
+    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("fib"), 5,
+                     env={"GRAINLAB_COLLECTOR": str(not_a_tool)})
+    assert_one_line_error(result, "no trace written", "did not load the collector")
+    assert result.stdout.strip() == "fib(5) = 5"  # the program itself ran
+
+
+def test_sigkilled_run_is_reported_truncated(tmp_path, build, example):
+    out = tmp_path / "t.parquet"
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "GRAINLAB_QUIET": "1",
+           "OMP_TOOL_LIBRARIES": str(build / "lib" / "libgraincollect.so"),
+           "GRAINLAB_OUTPUT": str(out), "GRAINLAB_BUFFER_EVENTS": "4096"}
+    proc = subprocess.Popen([example("fib"), "40"], env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 4096):
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(timeout=30)
+    result = run_cli("info", out)
+    assert_one_line_error(result, str(out), "truncated")
