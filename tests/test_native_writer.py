@@ -205,3 +205,28 @@ def test_fib_like_stream_is_small_and_reads_back(tmp_path):
     # Event mix of a fib trace: creates, schedules, taskwaits and flush markers.
     kinds = set(np.unique(table.column("event").to_numpy()).tolist())
     assert kinds == {7, 8, 9, 10, 16, 17}
+
+
+def test_disk_full_is_one_line_error():
+    result = run("write_events", "/dev/full")          # every write: ENOSPC
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "No space left on device" in lines[0], result.stderr
+
+
+def test_write_failing_mid_file_is_one_line_error(tmp_path):
+    """The file-size limit cuts the file after the header and a row group or
+    so: the failing gl_writer_write reports it (EFBIG) instead of crashing."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # get EFBIG, not a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1500, 1500))
+
+    out = tmp_path / "cut.parquet"
+    result = subprocess.run([str(native_program("write_events")), str(out)],
+                            capture_output=True, text=True, timeout=60, preexec_fn=limit)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "File too large" in lines[0], result.stderr
