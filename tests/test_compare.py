@@ -92,3 +92,11 @@ def test_missing_and_foreign_files(fib2, tmp_path):
     pq.write_table(pa.table({"x": [1]}), p)
     assert_one_line_error(grainlab("compare", fib2.path, p), "foreign.parquet",
                           "not a grainlab trace")
+
+
+def test_all_lists_every_grain(fib1, fib2):
+    r = grainlab("compare", "--json", "--all", fib1.path, fib2.path)
+    c = json.loads(r.stdout)
+    assert len(c["grains"]) == 62 and len({g["identity"] for g in c["grains"]}) == 62
+    devs = [g["work_deviation"] for g in c["grains"]]
+    assert devs == sorted(devs, reverse=True)

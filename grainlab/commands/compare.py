@@ -42,6 +42,8 @@ def add_parser(subparsers):
     p.add_argument("--config", metavar="FILE", help="TOML file with a [thresholds] table")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="grains and source locations to list (default 10)")
+    p.add_argument("--all", action="store_true",
+                   help="list every matched grain and every source location")
     p.set_defaults(run=run)
 
 
@@ -54,7 +56,8 @@ def run(args) -> int:
     trace_b, gb = graph_of(args.b, progress)
     check_same_program(trace_a, trace_b)
     progress("matching grains by identity")
-    report = compare(trace_a, ga, trace_b, gb, float(th), args.top)
+    top = None if args.all else args.top
+    report = compare(trace_a, ga, trace_b, gb, float(th), top)
     if args.json:
         print(json.dumps(_jsonable(report)))
     else:
@@ -74,7 +77,8 @@ def check_same_program(ta, tb):
                             f"({a} vs {b}): grains can only be matched within one program")
 
 
-def compare(ta, ga, tb, gb, threshold: float, top: int) -> dict:
+def compare(ta, ga, tb, gb, threshold: float, top) -> dict:
+    """The comparison as a dict; `top` None lists every grain and location."""
     info = work_deviation.compute(gb, ga)
     if info["matched"] == 0 and (len(ga.grains) or len(gb.grains)):
         raise GrainlabError(f"{tb.path}: no grain matches a grain of {ta.path} by identity "
@@ -100,9 +104,13 @@ def compare(ta, ga, tb, gb, threshold: float, top: int) -> dict:
                                                  inflated=("inflated", "sum"))
     by["work_deviation"] = work_deviation.ratio(by["work_b_ns"].to_numpy(),
                                                 by["work_a_ns"].to_numpy())
-    by = by.sort_values("work_b_ns", ascending=False).head(top)
+    by = by.sort_values("work_b_ns", ascending=False)
+    if top is not None:
+        by = by.head(top)
     idx = np.flatnonzero(matched)
-    order = idx[np.lexsort((-work_b[idx], -np.nan_to_num(dev[idx], posinf=1e300)))][:top]
+    order = idx[np.lexsort((-work_b[idx], -np.nan_to_num(dev[idx], posinf=1e300)))]
+    if top is not None:
+        order = order[:top]
     n = len(gr)
     return {
         "a": str(ta.path), "b": str(tb.path), "program": program_of(tb),
