@@ -36,7 +36,7 @@ MAX_RATIO = 12.0
 CHILD = r"""
 import json, sys, time, resource
 path, profile_to = sys.argv[1], sys.argv[2]
-result = {"steps": {}, "skipped": []}
+result = {"steps": {}, "cpu_steps": {}, "skipped": []}
 
 def peak_bytes():
     try:
@@ -48,26 +48,33 @@ def peak_bytes():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
+def step(name, t):
+    # Record the step that began at t = (wall, cpu); return the next start.
+    now = (time.perf_counter(), time.process_time())
+    result["steps"][name] = now[0] - t[0]
+    result["cpu_steps"][name] = now[1] - t[1]
+    return now
+
 def work():
-    t = time.perf_counter()
-    import grainlab
-    trace = grainlab.load(path)
-    now = time.perf_counter(); result["steps"]["load"] = now - t; t = now
-    if hasattr(trace, "graph"):
-        g = trace.graph()
-    else:
-        from grainlab.graph import build
-        g = build(trace)
-    now = time.perf_counter(); result["steps"]["graph"] = now - t; t = now
-    result["grains"] = int(len(g.grains)); result["nodes"] = int(len(g.nodes))
-    result["edges"] = int(len(g.edges)); result["events"] = int(len(trace.events))
+    # Imports are not analysis: load them before the clock starts.
+    t0 = time.perf_counter()
+    import grainlab, grainlab.graph
     try:
         from grainlab.metrics import compute_all
     except ImportError as e:
+        compute_all = None
         result["skipped"].append(f"metrics (grainlab.metrics.compute_all unavailable: {e})")
-    else:
+    result["import_s"] = time.perf_counter() - t0
+    t = (time.perf_counter(), time.process_time())
+    trace = grainlab.load(path)
+    t = step("load", t)
+    g = trace.graph() if hasattr(trace, "graph") else grainlab.graph.build(trace)
+    t = step("graph", t)
+    result["grains"] = int(len(g.grains)); result["nodes"] = int(len(g.nodes))
+    result["edges"] = int(len(g.edges)); result["events"] = int(len(trace.events))
+    if compute_all is not None:
         compute_all(g)
-        now = time.perf_counter(); result["steps"]["metrics"] = now - t
+        step("metrics", t)
         result["metric_columns"] = int(len(g.grains.columns))
 
 if profile_to:
@@ -76,12 +83,14 @@ if profile_to:
     prof.runcall(work)
     prof.dump_stats(profile_to)
     out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(40)
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("cumulative").print_stats(r"grainlab", 30)
+    stats.sort_stats("tottime").print_stats(25)
     result["profile_top"] = out.getvalue()
 else:
     work()
 result["peak_bytes"] = peak_bytes()
-result["cpu"] = time.process_time()   # whole child; shows contention from other load
+result["cpu"] = sum(result["cpu_steps"].values())
 print("RESULT " + json.dumps(result))
 """
 
@@ -137,6 +146,18 @@ def measure(path: Path, profile_to: str, timeout: float) -> dict:
     return res
 
 
+def available_bytes() -> int:
+    """MemAvailable from /proc/meminfo (0 if unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def fmt_size(n: int) -> str:
     exp = len(str(n)) - 1
     return f"1e{exp}" if n == 10 ** exp else str(n)
@@ -156,6 +177,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="run each child under cProfile; print its top functions "
                          "and keep the .prof file in the cache dir")
+    ap.add_argument("--force", action="store_true",
+                    help="run a size even if its extrapolated peak memory exceeds "
+                         "what is available")
     ap.add_argument("--timeout", type=float, default=1800,
                     help="seconds allowed per generation / measurement")
     args = ap.parse_args(argv)
@@ -167,15 +191,26 @@ def main(argv=None) -> int:
           f"cache={cache} python={python()}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"  machine: {os.cpu_count()} cpus, load average {load:.1f} at start "
-          "(seconds are wall time of the steps; cpu s = the child's CPU time, "
-          "imports included)")
+          "(step seconds are wall time, imports excluded; cpu s = the child's CPU "
+          "time over the same steps: on a busy machine it is the better guide)")
     header = (f"{'grains':>9} {'events':>10} {'nodes':>10} {'load s':>8} {'graph s':>8} "
               f"{'metrics s':>9} {'total s':>8} {'cpu s':>7} {'peak GiB':>8} {'x prev':>7}")
     results: dict[int, dict] = {}
     printed_header = False
     crashed = False
     prev = None
+    prev_peak = None
     for n in sizes:
+        if prev_peak and not args.force:
+            # Peak memory grows ~linearly with grains: do not let a size that
+            # cannot fit push the machine (and everyone on it) into the OOM killer.
+            need = prev_peak[1] * n / prev_peak[0] * 1.15
+            avail = available_bytes()
+            if avail and need > avail:
+                results[n] = {"error": f"skipped: needs ~{need / GIB:.1f} GiB by extrapolation, "
+                                       f"{avail / GIB:.1f} GiB available (--force runs it)"}
+                print(f"{fmt_size(n):>9} SKIPPED: {results[n]['error'][9:]}")
+                continue
         trace = cache / f"{args.shape}-{n}.parquet"
         gen = synth(args.shape, n, trace, args.timeout)
         if gen:
@@ -206,6 +241,7 @@ def main(argv=None) -> int:
         if args.profile and res.get("profile_top"):
             print(res["profile_top"])
         prev = (n, res["seconds"])
+        prev_peak = (n, res["peak_bytes"])
     print(summary(results))
     return 1 if crashed else 0
 
@@ -231,7 +267,8 @@ def summary(results: dict[int, dict]) -> str:
         if "metrics" not in res["steps"]:
             partial = " (metrics skipped)"
             ok_all = False
-        parts.append(f"{fmt_size(n)}: {res['seconds']:.1f} s {'<=' if t_ok else '>'} {max_s:.0f} s, "
+        parts.append(f"{fmt_size(n)}: {res['seconds']:.1f} s (cpu {res.get('cpu', 0):.1f} s) "
+                     f"{'<=' if t_ok else '>'} {max_s:.0f} s, "
                      f"{res['peak_bytes'] / GIB:.2f} GiB {'<=' if m_ok else '>'} "
                      f"{max_mem / GIB:.0f} GiB{partial}")
     a, b = results.get(10 ** 6), results.get(10 ** 7)
