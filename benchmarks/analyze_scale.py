@@ -236,6 +236,10 @@ def main(argv=None) -> int:
               f"{res['seconds']:>8.2f} {res.get('cpu', float('nan')):>7.2f} "
               f"{res['peak_bytes'] / GIB:>8.2f} {ratio:>7}"
               + (f"  (vs {fmt_size(prev[0])})" if ratio else ""))
+        cpu = res.get("cpu_steps", {})
+        print(f"{'':>9} {'cpu s:':>21} " + " ".join(
+            f"{cpu[k]:>{w}.2f}" if k in cpu else f"{'-':>{w}}"
+            for k, w in (("load", 8), ("graph", 8), ("metrics", 9))))
         for s in res["skipped"]:
             print(f"          skipped: {s}")
         if args.profile and res.get("profile_top"):
