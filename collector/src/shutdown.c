@@ -169,7 +169,7 @@ void gl_install_shutdown_hooks(void) {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK; /* stack overflow: see thread_state.c */
     sigemptyset(&sa.sa_mask);
     if (sigaction(caught[i], 0, &old) == 0 && old.sa_handler == SIG_IGN &&
         !(old.sa_flags & SA_SIGINFO))

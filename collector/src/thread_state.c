@@ -1,8 +1,10 @@
 /* thread_state.c — the registry of per-thread states. A state is created the
  * first time a thread reports an event (normally at thread_begin) and lives
  * until the process ends, so the end of the run can flush every buffer. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include "thread_state.h"
 
 int gl_ncounters;
@@ -13,6 +15,21 @@ __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
 
 static gl_thread *registry[GL_MAX_THREADS];
 static uint32_t nthreads; /* slots handed out (may exceed GL_MAX_THREADS) */
+
+/* A stack overflow (deep task recursion) raises SIGSEGV on a thread with no
+ * stack left: the trace can only be saved if the handler runs on a stack of
+ * its own. Writing goes through Arrow and zstd, hence a generous size. Threads
+ * that already have an alternate stack (the application's) keep it. */
+#define GL_SIGNAL_STACK (512 * 1024)
+static void give_signal_stack(void) {
+  stack_t old;
+  if (sigaltstack(0, &old) != 0 || !(old.ss_flags & SS_DISABLE)) return;
+  void *mem = mmap(0, GL_SIGNAL_STACK, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return;
+  stack_t ss = {.ss_sp = mem, .ss_size = GL_SIGNAL_STACK, .ss_flags = 0};
+  if (sigaltstack(&ss, 0) != 0) munmap(mem, GL_SIGNAL_STACK);
+}
 
 /* Set on a thread that could not get a state, so it does not retry per event. */
 static __thread int untraced __attribute__((tls_model("initial-exec")));
@@ -39,6 +56,7 @@ gl_thread *gl_thread_create(void) {
       fprintf(stderr, "grainlab: out of memory for a thread buffer; thread not traced\n");
     return 0;
   }
+  give_signal_stack();
   t->cap = gl_buffer_events;
   t->index = index;
   if (gl_ncounters) gl_counters_thread_start(&t->counter_state);
