@@ -20,6 +20,7 @@ BUILD := build
 STAMPS := .stamps
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 CC_NATIVE := clang-19
 CXX_NATIVE := clang++-19
@@ -35,11 +36,12 @@ DEMO_APP := $(BUILD)/examples/fib 25 8
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test build setup packages clean distclean help
+.PHONY: demo test bench build setup packages clean distclean help
 
 help:
 	@echo "make demo       set up, build, record build/examples/fib and summarize the trace"
 	@echo "make test       set up, build, run the test suite (PYTEST_ARGS=... to pass options)"
+	@echo "make bench      set up, build, run benchmarks/collector_overhead.py (BENCH_ARGS=...)"
 	@echo "make build      set up and build the collector and examples into $(BUILD)/"
 	@echo "make setup      Debian packages and the .venv only"
 	@echo "make clean      remove $(BUILD)/ and out/ (keeps .venv)"
@@ -120,6 +122,11 @@ demo: build
 	else \
 	  echo "(grainlab analyze is not available yet: it is planned, see issue 3)"; \
 	fi
+
+# Collector overhead: app alone / empty OMPT tool / collector, side by side.
+# (benchmarks/analyze_scale.py, the analysis at 1e5..1e7 grains, is run by hand.)
+bench: build
+	$(VENV)/bin/python benchmarks/collector_overhead.py $(BENCH_ARGS)
 
 # ---- cleaning ----------------------------------------------------------------
 
