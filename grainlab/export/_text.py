@@ -129,3 +129,17 @@ def batches(n: int, size: int = BATCH_ROWS):
     """(start, stop) row ranges covering 0..n."""
     for start in range(0, n, size):
         yield start, min(start + size, n)
+
+
+def type_codes(column: pd.Series, names: list[str]) -> np.ndarray:
+    """Index of each row's value in `names` (len(names) if absent), computed on
+    the categories of a categorical column rather than on every row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        lookup = np.array([names.index(c) if c in names else len(names)
+                           for c in column.cat.categories] + [len(names)], dtype=np.int32)
+        return lookup[column.cat.codes.to_numpy()]   # code -1 (NaN) -> last entry
+    values = column.astype(str).to_numpy()
+    code = np.full(len(values), len(names), dtype=np.int32)
+    for i, name in enumerate(names):
+        code[values == name] = i
+    return code

@@ -162,7 +162,7 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
         g, {k.name for k in node_keys}, len(node_keys))
     # Grain columns describe the grain's execution: they go on its fragment and
     # chunk nodes, not on the forks/joins/book-keeping it owns.
-    executes = np.isin(type_codes(nodes["type"], list(NODE_STYLE)),
+    executes = np.isin(T.type_codes(nodes["type"], list(NODE_STYLE)),
                        [list(NODE_STYLE).index(t) for t in SCALED_TYPES])
     grain_owner = np.where(executes, owner, -1)
     edge_names = [c for c in edges.columns if c not in ("src", "dst")]
@@ -277,27 +277,13 @@ def _reduced_edge_critical(g, r) -> np.ndarray:
     return mine.isin(pairs)
 
 
-def type_codes(column: pd.Series, names: list[str]) -> np.ndarray:
-    """Index of each row's value in `names` (len(names) if absent), computed on
-    the categories of a categorical column rather than on every row."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        lookup = np.array([names.index(c) if c in names else len(names)
-                           for c in column.cat.categories] + [len(names)], dtype=np.int32)
-        return lookup[column.cat.codes.to_numpy()]   # code -1 (NaN) -> last entry
-    values = column.astype(str).to_numpy()
-    code = np.full(len(values), len(names), dtype=np.int32)
-    for i, name in enumerate(names):
-        code[values == name] = i
-    return code
-
-
 class _NodeGraphics:
     """yFiles ShapeNode per node: shape/fill by type, width by duration,
     red border on the critical path, identity as label for grain nodes."""
 
     def __init__(self, nodes: pd.DataFrame, owner: np.ndarray, g):
         names = list(NODE_STYLE)
-        code = type_codes(nodes["type"], names)
+        code = T.type_codes(nodes["type"], names)
         self.code = code
         styles = [NODE_STYLE[n] for n in names] + [UNKNOWN_STYLE]
         self.shape = pa.array([s[0] for s in styles])
@@ -342,7 +328,7 @@ class _EdgeGraphics:
 
     def __init__(self, edges: pd.DataFrame):
         names = list(EDGE_COLOUR)
-        code = type_codes(edges["type"], names)
+        code = T.type_codes(edges["type"], names)
         self.code = code
         self.colour = pa.array(list(EDGE_COLOUR.values()) + ["#808080"])
         self.critical = (edges["on_critical_path"].to_numpy(dtype=bool)

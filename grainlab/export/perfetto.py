@@ -156,8 +156,9 @@ def _add_grains(g, slices: _Slices, identities: pa.Array) -> None:
                         pc.and_not(pc.invert(pc.starts_with(src, "0x")), pc.equal(src, "?")))
         names = pc.if_else(pc.fill_null(known, False), src, ident)
     names = T.json_escaped(names)
-    kind = (grains["kind"].astype(str).to_numpy() if "kind" in grains.columns
-            else np.full(n, "task"))
+    kind = (np.array(["task", "chunk", "task"], dtype=object)[
+        T.type_codes(grains["kind"], ["task", "chunk"])] if "kind" in grains.columns
+        else np.full(n, "task", dtype=object))
     args = _grain_args(grains, ident)
     slices.add(home, start, end, RANK_GRAIN, pa.array(kind, pa.string()), names, args)
     slices.grain_slices = n
@@ -173,27 +174,46 @@ def _add_grains(g, slices: _Slices, identities: pa.Array) -> None:
 
 
 def _grain_args(grains: pd.DataFrame, ident: pa.Array) -> pa.Array:
+    """`"identity":...,"grain":...,"<column>":<value>,...` per grain; values
+    that do not exist (NaN, inf: JSON has neither) are left out."""
     pieces = ['"identity":"', T.json_escaped(ident), '","grain":',
               T.ints(pa.array(np.arange(len(grains))))]
+    pending = ""
     for name in grains.columns:
         if name == "identity":
             continue
         column = grains[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
-            column = column.astype(object)
-        arr = T.to_arrow(column)
-        kind = T.kind_of(arr)
-        if kind == "bool":
-            text = T.bools(arr)
-        elif kind == "int":
-            text = T.ints(arr)
-        elif kind == "float":
-            text = T.floats(arr, nan=None, inf=None)   # JSON has no NaN/inf
+            # the few categories are formatted, not every row
+            cats = T.to_arrow(pd.Series(column.cat.categories.astype(object)))
+            text = pa.DictionaryArray.from_arrays(
+                pa.array(column.cat.codes.to_numpy(), mask=column.isna().to_numpy()),
+                _json_value(cats)).dictionary_decode()
         else:
-            text = pc.binary_join_element_wise('"', T.json_escaped(arr), '"', "")
+            text = _json_value(T.to_arrow(column))
         key = name.replace("\\", "\\\\").replace('"', '\\"')
-        pieces.append(T.optional(f',"{key}":', text, ""))
+        if text.null_count == 0:
+            pieces += [f'{pending},"{key}":', text]
+            pending = ""
+        else:
+            if pending:
+                pieces.append(pending)
+                pending = ""
+            pieces.append(T.optional(f',"{key}":', text, ""))
+    if pending:
+        pieces.append(pending)
     return T.join(pieces)
+
+
+def _json_value(arr: pa.Array) -> pa.Array:
+    kind = T.kind_of(arr)
+    if kind == "bool":
+        return T.bools(arr)
+    if kind == "int":
+        return T.ints(arr)
+    if kind == "float":
+        return T.floats(arr, nan=None, inf=None)   # JSON has no NaN/inf
+    return pc.binary_join_element_wise('"', T.json_escaped(arr), '"', "")
 
 
 def _add_contexts(g, slices: _Slices) -> None:
@@ -218,21 +238,21 @@ def _add_contexts(g, slices: _Slices) -> None:
 
 def _add_runtime(g, slices: _Slices, identities: pa.Array) -> None:
     nodes = g.nodes
-    types = nodes["type"].astype(str).to_numpy()
+    code = T.type_codes(nodes["type"], ["fork", "join", "bookkeeping"])
     thread = nodes["thread"].to_numpy(dtype=np.int64)
     duration = nodes["duration"].to_numpy(dtype=np.int64)
-    keep = np.isin(types, ("fork", "join", "bookkeeping")) & (thread >= 0) & (duration > 0)
+    keep = (code < 3) & (thread >= 0) & (duration > 0)
     idx = np.flatnonzero(keep)
     if not len(idx):
         return
     sub = nodes.iloc[idx]
-    t = types[idx]
+    t = code[idx]
+    names = np.array(["create", "join", "bookkeeping"], dtype=object)[t]
     if "join_kind" in sub.columns:
-        join_kind = sub["join_kind"].astype(object).where(sub["join_kind"].notna(), "join")
-        join_kind = join_kind.astype(str).to_numpy()
-    else:
-        join_kind = np.full(len(idx), "join")
-    names = np.where(t == "fork", "create", np.where(t == "join", join_kind, "bookkeeping"))
+        kinds = list(pd.Series(sub["join_kind"]).astype("category").cat.categories.astype(str))
+        jk = T.type_codes(sub["join_kind"], kinds)
+        label = np.array(kinds + ["join"], dtype=object)[jk]
+        names = np.where(t == 1, label, names)
     owner = sub["grain"].to_numpy(dtype=np.int64)
     owner_ident = pc.fill_null(T.json_escaped(
         identities.take(owner_index(owner, len(identities)))), "")
@@ -251,8 +271,9 @@ def _add_runtime(g, slices: _Slices, identities: pa.Array) -> None:
 
 def _flows(g) -> dict:
     nodes, edges = g.nodes, g.edges
-    etype = edges["type"].astype(str).to_numpy()
-    keep = np.isin(etype, FLOW_TYPES)
+    etype = np.array(list(FLOW_TYPES) + [""], dtype=object)[
+        T.type_codes(edges["type"], list(FLOW_TYPES))]
+    keep = etype != ""
     src = edges["src"].to_numpy()[keep]
     dst = edges["dst"].to_numpy()[keep]
     etype = etype[keep]
