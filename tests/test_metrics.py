@@ -181,3 +181,38 @@ def test_earliest_start_on_a_team_join_and_chains_across_owners():
     # thread 0: 1+3+1+3+1 = 9; thread 1: 1+1+1 = 3; the join starts at 9
     assert es[len(g.nodes) - 1] == 9 == g.span
     assert int((es + dur).max()) == g.span
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_interval_counts_and_grain_minimum_against_brute_force(seed):
+    """Random placed fragments (several per grain, in time order): per-interval
+    counts and per-grain minima by plain loops over intervals."""
+    rng = np.random.default_rng(seed)
+    n_grains, length = 30, int(rng.integers(1, 8))
+    grain, start, end = [], [], []
+    for gid in range(n_grains):
+        t = int(rng.integers(0, 60))
+        for _ in range(int(rng.integers(1, 4))):
+            d = int(rng.integers(0, 15))
+            grain.append(gid); start.append(t); end.append(t + d)
+            t += d + int(rng.integers(0, 5))
+    grain, start, end = map(np.array, (grain, start, end))
+    horizon = int(end.max())
+    k = max(-(-horizon // length), 1)
+    opt, cons, lo, hi, owner = ip._counts(grain, start, end, length, k)
+    got = ip._grain_min(opt, lo, hi, owner, n_grains)
+    got_cons = ip._grain_min(cons, lo, hi, owner, n_grains)
+    for i in range(k):
+        a, b = i * length, (i + 1) * length
+        over = {gid for gid, s, e in zip(grain, start, end) if e > s and s < b and e > a}
+        full = {gid for gid, s, e in zip(grain, start, end) if s <= a and e >= b}
+        assert opt[i] == len(over) and cons[i] == len(full), i
+    for gid in range(n_grains):
+        mine = [(s, e) for g_, s, e in zip(grain, start, end) if g_ == gid]
+        positive = [(s, e) for s, e in mine if e > s]
+        if positive:        # the intervals its running fragments overlap
+            ivs = {i for s, e in positive for i in range(s // length, (e - 1) // length + 1)}
+        else:               # a grain with no running time sits at its start
+            ivs = {min(s // length, k - 1) for s, _ in mine}
+        assert got[gid] == min(opt[i] for i in ivs), gid
+        assert got_cons[gid] == min(cons[i] for i in ivs), gid

@@ -47,6 +47,8 @@ def placed_fragments(g, es=None):
     start = es[m]
     grain = g.nodes["grain"].to_numpy(np.int64)[m]
     order = _grain_order(grain, start)
+    if order is None:
+        return grain, start, start + dur
     return grain[order], start[order], start[order] + dur[order]
 
 
@@ -186,16 +188,16 @@ def _counts(grain, start, end, length, k):
     # a grain counts once per interval: its fragments are sequential, so after
     # sorting by (grain, lo) each piece starts after the previous piece's end
     order = _grain_order(grain, lo)
-    grain, lo, hi = grain[order], lo[order], hi[order]
+    if order is not None:
+        grain, lo, hi, start, end = grain[order], lo[order], hi[order], start[order], end[order]
     same = np.r_[False, grain[1:] == grain[:-1]]
     prev_hi = np.r_[-1, hi[:-1]]
     lo_d = np.where(same, np.maximum(lo, prev_hi + 1), lo)
-    piece = (lo_d <= hi) & (end[order] > start[order])
+    piece = (lo_d <= hi) & (end > start)
     opt = _range_add(lo_d[piece], hi[piece], k)
 
-    s, e = start[order], end[order]
-    clo = -(-s // length)
-    chi = e // length - 1
+    clo = -(-start // length)
+    chi = end // length - 1
     full = clo <= chi
     cons = _range_add(clo[full], np.minimum(chi[full], k - 1), k)
     return opt, cons, lo, hi, grain
@@ -204,13 +206,13 @@ def _counts(grain, start, end, length, k):
 def _grain_order(grain, lo):
     """Permutation making each grain's fragments one run, in time order. The
     graph numbers an owner's nodes consecutively in execution order, so this is
-    usually the identity (checked in O(n)); otherwise a lexsort."""
+    usually the identity (checked in O(n)): then None; otherwise a lexsort."""
     if len(grain) == 0:
-        return np.zeros(0, np.int64)
+        return None
     new_run = np.r_[True, grain[1:] != grain[:-1]]
     one_run_each = np.bincount(grain[new_run]).max() <= 1
     if one_run_each and ((np.diff(lo) >= 0) | new_run[1:]).all():
-        return np.arange(len(grain))
+        return None
     return np.lexsort((lo, grain))
 
 
@@ -221,23 +223,22 @@ def _range_add(lo, hi, k):
 
 
 def _grain_min(counts, lo, hi, owner, n):
-    """min(counts[lo..hi]) per piece, then min per owner grain (NaN if none)."""
+    """min(counts[lo..hi]) per piece, then min per owner grain (NaN if none).
+    Range minimum by a sparse table: level j holds minima of 2^j intervals."""
     out = np.full(n, np.nan)
     if len(lo) == 0:
         return out
-    table = [counts.astype(np.int32)]
-    span_len = hi - lo + 1
-    levels = int(np.floor(np.log2(span_len.max()))) if span_len.max() > 0 else 0
-    for j in range(1, levels + 1):
-        prev = table[-1]
+    k = len(counts)
+    length = hi - lo + 1
+    lvl = np.log2(length).astype(np.int64)       # exact for the small ints here
+    levels = int(lvl.max())
+    table = np.empty((levels + 1, k), np.int32)
+    table[0] = counts
+    for j in range(1, levels + 1):               # log2(intervals) vector steps
         half = 1 << (j - 1)
-        table.append(np.minimum(prev[:-half], prev[half:]))
-    lvl = np.floor(np.log2(span_len)).astype(np.int64)
-    val = np.empty(len(lo), np.int64)
-    for j in np.unique(lvl):
-        sel = lvl == j
-        t = table[j]
-        val[sel] = np.minimum(t[lo[sel]], t[hi[sel] - (1 << j) + 1])
+        table[j, : k - half] = np.minimum(table[j - 1, : k - half], table[j - 1, half:])
+        table[j, k - half:] = table[j - 1, k - half:]
+    val = np.minimum(table[lvl, lo], table[lvl, hi - (1 << lvl) + 1])
     # owner is in runs (see _grain_order): one minimum per run
     starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
     out[owner[starts]] = np.minimum.reduceat(val, starts)
