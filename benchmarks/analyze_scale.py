@@ -53,6 +53,7 @@ def step(name, t):
     now = (time.perf_counter(), time.process_time())
     result["steps"][name] = now[0] - t[0]
     result["cpu_steps"][name] = now[1] - t[1]
+    result.setdefault("peak_after", {})[name] = peak_bytes()
     return now
 
 def work():
@@ -239,6 +240,10 @@ def main(argv=None) -> int:
         cpu = res.get("cpu_steps", {})
         print(f"{'':>9} {'cpu s:':>21} " + " ".join(
             f"{cpu[k]:>{w}.2f}" if k in cpu else f"{'-':>{w}}"
+            for k, w in (("load", 8), ("graph", 8), ("metrics", 9))))
+        hwm = res.get("peak_after", {})
+        print(f"{'':>9} {'peak GiB after:':>21} " + " ".join(
+            f"{hwm[k] / GIB:>{w}.2f}" if k in hwm else f"{'-':>{w}}"
             for k, w in (("load", 8), ("graph", 8), ("metrics", 9))))
         for s in res["skipped"]:
             print(f"          skipped: {s}")
