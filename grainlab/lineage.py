@@ -116,30 +116,55 @@ def _explicit_tasks(ev):
 
 
 def _add_execution_times(ev, tasks):
-    """begin_ns: first time the task runs; end_ns: when its body finished
-    (NaN when the trace does not say, e.g. an incomplete run)."""
+    """begin_ns: first time the task runs (begin_thread: where); end_ns: when
+    its body finished (NaN when the trace does not say, e.g. a stopped run)."""
     ids = tasks["id"].to_numpy()
-    sched = ev[ev["event"] == S.TASK_SCHEDULE]
-    starts = sched.groupby("task", sort=False).agg(
-        begin_ns=("time", "min"), begin_thread=("thread", "first"))
-    done = sched[sched["kind"].isin(S.STATUS_FINISHED)]
-    ends = done.groupby("other", sort=False)["time"].min()
-    imp_end = ev[ev["event"] == S.IMPLICIT_END].groupby("task", sort=False)["time"].max()
+    code = ev["event"].to_numpy()
+    time = ev["time"].to_numpy()
+    sched = np.flatnonzero(code == S.TASK_SCHEDULE)
+    done = sched[np.isin(ev["kind"].to_numpy()[sched], S.STATUS_FINISHED)]
+    imp_end = np.flatnonzero(code == S.IMPLICIT_END)
 
-    # np.array copies: pandas hands out read-only views.
-    begin_ns = np.array(starts["begin_ns"].reindex(ids), dtype=np.float64)
-    begin_thread = np.array(starts["begin_thread"].reindex(ids), dtype=np.float64)
-    end_ns = np.array(ends.reindex(ids), dtype=np.float64)
-    implicit = tasks["kind"].cat.codes.to_numpy() != EXPLICIT
+    first_run = _earliest_row(ids, ev["task"].to_numpy()[sched], time[sched])
+    begin_ns = np.full(len(ids), np.nan)
+    begin_thread = np.full(len(ids), np.nan)
+    hit = first_run >= 0
+    begin_ns[hit] = time[sched[first_run[hit]]]
+    begin_thread[hit] = ev["thread"].to_numpy()[sched[first_run[hit]]]
+    first_end = _earliest_row(ids, ev["other"].to_numpy()[done], time[done])
+    end_ns = np.full(len(ids), np.nan)
+    end_ns[first_end >= 0] = time[done[first_end[first_end >= 0]]]
+
     # Implicit and initial tasks run from IMPLICIT_BEGIN to IMPLICIT_END.
+    implicit = tasks["kind"].cat.codes.to_numpy() != EXPLICIT
     begin_ns[implicit] = tasks["create_ns"].to_numpy()[implicit]
     begin_thread[implicit] = tasks["thread"].to_numpy()[implicit]
-    end_ns[implicit] = imp_end.reindex(ids[implicit]).to_numpy(dtype=np.float64)
+    last_end = _earliest_row(ids, ev["task"].to_numpy()[imp_end], -time[imp_end])
+    end_ns[implicit] = np.where(last_end[implicit] >= 0,
+                                time[imp_end[np.maximum(last_end[implicit], 0)]]
+                                if len(imp_end) else np.nan, np.nan)
     tasks["begin_ns"] = begin_ns
     tasks["end_ns"] = end_ns
     missing = np.isnan(begin_thread)
     tasks["begin_thread"] = pd.arrays.IntegerArray(
         np.where(missing, 0, begin_thread).astype(np.int64), missing)
+
+
+def _earliest_row(ids, row_ids, key) -> np.ndarray:
+    """For each of ids, the index into row_ids of its row with the smallest
+    key (-1 if none): one lexsort, no hashing."""
+    out = np.full(len(ids), -1, dtype=np.int64)
+    if len(row_ids) == 0 or len(ids) == 0:
+        return out
+    by_id = np.argsort(ids, kind="stable")
+    sorted_ids = ids[by_id]
+    pos = np.searchsorted(sorted_ids, row_ids)
+    pos[pos == len(sorted_ids)] = 0
+    rows = np.flatnonzero(sorted_ids[pos] == row_ids)
+    order = rows[np.lexsort((key[rows], pos[rows]))]
+    first = np.r_[True, pos[order][1:] != pos[order][:-1]]
+    out[by_id[pos[order][first]]] = order[first]
+    return out
 
 
 def _add_flag_columns(tasks):
@@ -241,8 +266,18 @@ def _join(*parts) -> np.ndarray:
     n = max((len(p) for p in parts if not isinstance(p, str)), default=0)
     out = np.full(n, "", dtype=object)
     for p in parts:
-        if isinstance(p, str):
-            out = out + p
-        else:
-            out = out + np.asarray(p).astype(str).astype(object)
+        out = out + (p if isinstance(p, str) else int_strings(p))
     return out
+
+
+def int_strings(values) -> np.ndarray:
+    """Decimal strings of small non-negative integers (child numbers, team
+    indices) by table look-up: str() once per distinct value, not per row."""
+    values = np.asarray(values)
+    if len(values) == 0:
+        return np.empty(0, dtype=object)
+    lo, hi = int(values.min()), int(values.max())
+    if lo < 0 or hi > 1 << 22:
+        return values.astype(str).astype(object)
+    table = np.array([str(i) for i in range(hi + 1)], dtype=object)
+    return table[values]
