@@ -149,6 +149,11 @@ def _jsonable(x):
 # ---------------------------------------------------------------------------
 # text report
 
+def _pct(p: float) -> str:
+    """A percentage that never rounds a few grains down to 0%."""
+    return "<0.1%" if 0 < p < 0.1 else f"{p:.1f}%"
+
+
 def render(r: dict) -> str:
     ipx = r["instantaneous_parallelism"]
     td = r["time_decomposition"]
@@ -181,14 +186,14 @@ def render(r: dict) -> str:
                    else r["memory_hierarchy_utilization"])
             out.append(f"  {name:<32} {th:>11}   unavailable ({why})")
             continue
-        out.append(f"  {name:<32} {th:>11} {p['grains']:>8} {p['percent']:>6.1f}% "
+        out.append(f"  {name:<32} {th:>11} {p['grains']:>8} {_pct(p['percent']):>7} "
                    f"{p['on_critical_path']:>8}  {fmt_ns(p['work_ns']):>9}")
         for loc in p["locations"][:3]:
-            out.append(f"      {loc['location']}: {loc['grains']} grains "
-                       f"({loc['of_location_grains']:.0f}% of its grains), {fmt_ns(loc['work_ns'])}")
+            out.append(f"      {loc['location']}: {loc['grains']} grain(s) "
+                       f"({_pct(loc['of_location_grains'])} of its grains), {fmt_ns(loc['work_ns'])}")
     out += ["", "SOURCE LOCATIONS (by work)"]
     for loc in r["locations"]:
-        flagged = ", ".join(f"{k} {v:.0f}%" for k, v in loc["problem_percent"].items() if v > 0)
+        flagged = ", ".join(f"{k} {_pct(v)}" for k, v in loc["problem_percent"].items() if v > 0)
         out.append(f"  {loc['location']:<40} {loc['grains']:>8} grains {fmt_ns(loc['work_ns']):>10} "
                    f"({loc['work_percent']:.1f}%)" + (f"  flagged: {flagged}" if flagged else ""))
     out += ["", f"CRITICAL PATH (first {len(r['critical_path_grains'])} of "
