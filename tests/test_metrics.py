@@ -216,3 +216,18 @@ def test_interval_counts_and_grain_minimum_against_brute_force(seed):
             ivs = {min(s // length, k - 1) for s, _ in mine}
         assert got[gid] == min(opt[i] for i in ivs), gid
         assert got_cons[gid] == min(cons[i] for i in ivs), gid
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_gap_interval_is_the_smallest_start_to_other_end_distance(seed):
+    from types import SimpleNamespace
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 25))
+    start = rng.integers(0, 100, n)
+    end = start + rng.integers(0, 30, n)
+    g = SimpleNamespace(grains=pd.DataFrame({"work": end - start}))
+    got = ip.interval_candidates(g, np.arange(n), start, end)["gap"]
+    d = [abs(int(start[i]) - int(end[j])) for i in range(n) for j in range(n) if i != j]
+    d = [x for x in d if x > 0]
+    assert got == (min(d) if d else 0)

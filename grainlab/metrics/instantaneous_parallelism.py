@@ -68,14 +68,19 @@ def interval_candidates(g, grain, start, end) -> dict:
     pos = work[work > 0]
     out = {"median": int(np.median(pos)) if len(pos) else 0,
            "min": int(pos.min()) if len(pos) else 0}
-    # grain-level placed start/end, then the nearest end to every start
-    _, gs, ge = grain_spans(grain, start, end)
-    ge = np.sort(ge, kind="stable")
+    # grain-level placed start/end, then the nearest OTHER grain's end to every start
+    ids, gs, ge = grain_spans(grain, start, end)
     gap = 0
     if len(gs) > 1:
-        i = np.searchsorted(ge, gs)
-        left = np.abs(gs - ge[np.clip(i - 1, 0, len(ge) - 1)])
-        right = np.abs(ge[np.clip(i, 0, len(ge) - 1)] - gs)
+        order = np.argsort(ge, kind="stable")
+        ends, owner = ge[order], ids[order]
+        m = len(ends)
+        i = np.searchsorted(ends, gs)                 # first end >= start: never
+        left = gs - ends[np.maximum(i - 1, 0)]        # the grain's own end on the left
+        left = np.where(i > 0, left, -1)
+        own = owner[np.minimum(i, m - 1)] == ids      # skip its own end on the right
+        j = np.where(own, i + 1, i)
+        right = np.where(j < m, ends[np.minimum(j, m - 1)] - gs, -1)
         d = np.concatenate([left, right])
         d = d[d > 0]
         gap = int(d.min()) if len(d) else 0
