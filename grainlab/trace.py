@@ -248,11 +248,9 @@ def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
     for name in table.column_names:
         col = table.column(name)
         if name.startswith(S.COUNTER_PREFIX):
-            # Nullable int64: counters are null on rows that do not bound a fragment.
-            columns[name] = pd.array(col.to_numpy(zero_copy_only=False)
-                                     if col.null_count == 0 else col.to_pandas(
-                                         types_mapper={pa.int64(): pd.Int64Dtype()}.get),
-                                     dtype=pd.Int64Dtype())
+            # Nullable Int64: counters are null on rows that do not bound a fragment.
+            columns[name] = col.cast(pa.int64()).to_pandas(
+                types_mapper={pa.int64(): pd.Int64Dtype()}.get).array
         else:
             columns[name] = col.to_numpy()
     events = pd.DataFrame(columns, copy=False)

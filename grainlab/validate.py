@@ -97,37 +97,31 @@ def _check_pairs(ev, order, problems, contradiction):
         rows = order[np.isin(code[order], (begin, end))]
         if len(rows) == 0:
             continue
-        sub = ev.iloc[rows]
-        step = np.where(sub["event"].to_numpy() == begin, 1, -1)
-        # Group rows by key, keeping each key's rows in thread time order.
-        key_order = _stable_lexsort(sub, keys)
-        step = step[key_order]
-        key_cols = [sub[k].to_numpy()[key_order] for k in keys]
-        new_key = np.ones(len(step), dtype=bool)
-        for col in key_cols:
-            new_key[1:] &= col[1:] == col[:-1]
-        new_key = ~new_key
+        key_cols = [ev[k].to_numpy()[rows] for k in keys]
+        # Group rows by key; np.lexsort is stable, so each key's rows keep
+        # their thread time order.
+        key_order = np.lexsort(key_cols[::-1])
+        step = np.where(code[rows] == begin, 1, -1)[key_order]
+        # new_key[i]: row i starts another key's run.
+        new_key = np.zeros(len(step), dtype=bool)
         new_key[0] = True
+        for col in key_cols:
+            col = col[key_order]
+            new_key[1:] |= col[1:] != col[:-1]
         depth = np.cumsum(step)
         group = np.cumsum(new_key) - 1
         base = (depth - step)[new_key]  # running total before each group
-        depth = depth - base[group]
+        depth = depth - base[group]     # nesting depth within the key
         negative = np.flatnonzero(depth < 0)
         if len(negative):
             row = rows[key_order[negative[0]]]
-            field = "event"
-            contradiction(row, field,
+            contradiction(row, "event",
                           f"{S.EVENT_NAMES[end]} without a {S.EVENT_NAMES[begin]} "
                           f"({label} {_describe(ev, row, keys)})")
         last = np.append(new_key[1:], True)
         open_count = int(np.clip(depth[last], 0, None).sum())
         if open_count:
             problems.append(f"{open_count} {label} begin(s) without an end")
-
-
-def _stable_lexsort(sub, keys):
-    # np.lexsort is stable: rows of one key keep their (thread time) order.
-    return np.lexsort(tuple(sub[k].to_numpy() for k in reversed(keys)))
 
 
 def _describe(ev, row, keys):
