@@ -42,11 +42,11 @@ def summarize(trace) -> dict:
         "duration_ns": int(time.max() - time.min()) if len(time) else 0,
         "row_groups": int(len(trace.row_group_sizes)),
         "flushes": int(np.count_nonzero(code == S.FLUSH_BEGIN)),
-        "dropped_events": int(trace.meta.get("dropped_events", 0) or 0),
+        "dropped_events": _int_or_none(trace.meta.get("dropped_events")) or 0,
         "buffer_events": _int_or_none(trace.meta.get("buffer_events")),
         "counters": trace.counters,
         "unavailable_counters": [
-            c.get("name") for c in trace.meta.get("counters", []) or []
+            c.get("name") for c in _list(trace.meta.get("counters"))
             if isinstance(c, dict) and not c.get("available", False)],
         "runtime": runtime.get("name"),
         "chunks_reported": runtime.get("chunks_reported"),
@@ -61,3 +61,7 @@ def _int_or_none(v):
         return int(v)
     except (TypeError, ValueError):
         return None
+
+
+def _list(v) -> list:
+    return v if isinstance(v, list) else []

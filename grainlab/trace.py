@@ -62,7 +62,7 @@ class Trace:
             self.problems.append(
                 "run did not end normally (end reason: "
                 f"{meta.get('end_reason', 'unknown')}): trace is incomplete")
-        if int(meta.get("dropped_events", 0) or 0) > 0:
+        if _count(meta.get("dropped_events")) > 0:
             self.complete = False
             self.problems.append(
                 f"{meta['dropped_events']} events were dropped by the collector")
@@ -132,6 +132,14 @@ class Trace:
         """Counts and facts about the run (what `grainlab info --json` prints)."""
         from .summary import summarize
         return summarize(self)
+
+
+def _count(value) -> int:
+    """A metadata count; absent or malformed counts as 0."""
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 # ---------------------------------------------------------------------------

@@ -208,3 +208,29 @@ def test_info_warns_about_incomplete_trace(tmp_path):
     assert summary["complete"] is False
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "incomplete" in lines[0] and "SIGTERM" in lines[0]
+
+
+def test_odd_metadata_values_do_not_crash(tmp_path):
+    path = fork_join_trace().write(tmp_path / "t.parquet", meta={
+        "grainlab.dropped_events": "many", "grainlab.counters": "{not json",
+        "grainlab.runtime": "[]", "grainlab.command": "42"})
+    s = grainlab.load(path).summary()
+    assert s["dropped_events"] == 0 and s["unavailable_counters"] == []
+    result = run_cli("info", path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+
+
+def test_corrupted_bytes_give_trace_errors_only(tmp_path):
+    import random
+    data = fork_join_trace().write(tmp_path / "good.parquet").read_bytes()
+    rng = random.Random(7)
+    path = tmp_path / "t.parquet"
+    for _ in range(60):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            b[rng.randrange(4, len(b) - 4)] = rng.randrange(256)
+        path.write_bytes(bytes(b))
+        try:
+            grainlab.load(path).summary()
+        except TraceError as e:
+            assert "\n" not in str(e) and str(path) in str(e)
