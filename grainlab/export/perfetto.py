@@ -13,7 +13,7 @@ Layout (one process, one track per collector thread):
     such thread (cat `task-part`).
   * the initial and implicit tasks (cat `context`) so each thread's timeline
     shows which region it worked for;
-  * runtime work with a duration (cat `runtime`): task creation (`create`), joins
+  * runtime work that takes wall time (cat `runtime`): task creation (`create`), joins
     with a waiting thread (`taskwait`, `taskgroup`, ...) and book-keeping.
     Barriers shared by a whole team have no single thread and are not drawn.
   Slices of one thread nest (a child run inside a taskwait is inside the join
@@ -241,7 +241,10 @@ def _add_runtime(g, slices: _Slices, identities: pa.Array) -> None:
     code = T.type_codes(nodes["type"], ["fork", "join", "bookkeeping"])
     thread = nodes["thread"].to_numpy(dtype=np.int64)
     duration = nodes["duration"].to_numpy(dtype=np.int64)
-    keep = (code < 3) & (thread >= 0) & (duration > 0)
+    # Shown where they take wall time (a join's weight excludes waiting, its
+    # slice does not).
+    wall = nodes["end"].to_numpy(dtype=np.int64) - nodes["start"].to_numpy(dtype=np.int64)
+    keep = (code < 3) & (thread >= 0) & (wall > 0)
     idx = np.flatnonzero(keep)
     if not len(idx):
         return
