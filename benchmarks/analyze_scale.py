@@ -123,8 +123,7 @@ def synth(shape: str, grains: int, out: Path, timeout: float) -> float:
                        cwd=REPO, capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         tail = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-        raise SystemExit(f"analyze_scale: grainlab.synth.generate({shape!r}, {grains}) "
-                         f"failed: {tail}")
+        raise RuntimeError(f"grainlab.synth.generate({shape!r}, {grains}) failed: {tail}")
     os.replace(tmp, out)
     return time.perf_counter() - t
 
@@ -213,7 +212,14 @@ def main(argv=None) -> int:
                 print(f"{fmt_size(n):>9} SKIPPED: {results[n]['error'][9:]}")
                 continue
         trace = cache / f"{args.shape}-{n}.parquet"
-        gen = synth(args.shape, n, trace, args.timeout)
+        try:
+            gen = synth(args.shape, n, trace, args.timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            results[n] = {"error": str(e)}
+            crashed = True
+            print(f"{fmt_size(n):>9} ERROR: {e}")
+            prev = prev_peak = None
+            continue
         if gen:
             print(f"  generated {trace.name} in {gen:.1f} s ({trace.stat().st_size / 1e6:.0f} MB)")
         prof = str(cache / f"{args.shape}-{n}.prof") if args.profile else ""
