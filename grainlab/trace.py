@@ -167,8 +167,9 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
                          f"({size} bytes, no Parquet header)")
     if tail != PARQUET_MAGIC:
         raise TraceError(
-            f"{path}: truncated or not a Parquet file (no Parquet footer: "
-            "the recording was cut short, e.g. killed with SIGKILL)")
+            f"{path}: truncated or not a Parquet file (no Parquet footer: the "
+            "recording was cut short, e.g. by SIGKILL, before the collector "
+            "finished the file)")
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError, ValueError) as e:

@@ -153,3 +153,40 @@ def test_sigkilled_run_is_reported_truncated(tmp_path, build, example):
     proc.wait(timeout=30)
     result = run_cli("info", out)
     assert_one_line_error(result, str(out), "truncated")
+
+
+def test_ctrl_c_at_a_terminal(tmp_path, example):
+    """Ctrl-C in a terminal signals grainlab and the program together: the
+    program writes its incomplete trace once, grainlab reports it."""
+    import pty
+    import select
+    out = tmp_path / "t.parquet"
+    pid, fd = pty.fork()
+    if pid == 0:  # child: grainlab on the pty's terminal
+        os.environ["OMP_NUM_THREADS"] = "2"
+        os.execv(sys.executable, [sys.executable, "-m", "grainlab.cli", "record",
+                                  "-o", str(out), "--", example("fib"), "40"])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 4096):
+        time.sleep(0.05)
+    os.write(fd, b"\x03")  # the terminal's interrupt character
+    text = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            text += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    text = text.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 130, text
+    assert "Traceback" not in text
+    assert "warning: incomplete trace" in text
+    t = grainlab.load(out)
+    assert not t.complete and t.meta["end_reason"] == "signal:SIGINT"
