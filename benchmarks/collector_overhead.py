@@ -9,8 +9,10 @@ with a good cutoff, each run
 
 Repetitions are interleaved (app, empty, time, counters, app, ...) so drift in
 machine load hits every configuration alike; the table shows the best and the
-median wall time and their ratios to the app alone, events, bytes per event
-on disk, and peak memory (ru_maxrss of the child). A second, longer per-call
+median wall time, their ratios to the app alone and the median of the
+per-repetition ratios ("x pair", what the summary uses: neighbouring runs
+share the machine's load), events, bytes per event on disk, and peak memory
+(max RSS of the program, via GNU time). A second, longer per-call
 run with the same buffer setting shows that memory does not grow with the
 run. The last line is a one-line summary against the targets:
 <= 1.25x per call, <= 1.02x at a good cutoff, <= 8 bytes/event.
@@ -94,9 +96,16 @@ def measure(name, argv, reps, threads, buffer_events, tmp):
     return times, rss, events, sizes
 
 
+def paired_ratio(times, config) -> float:
+    """Median over repetitions of (config time / app time in the same
+    repetition): runs next to each other in time share the machine's load."""
+    return statistics.median(t / a for t, a in zip(times[config], times["app"]))
+
+
 def table(rows):
     header = (f"{'workload':<22}{'config':<10}{'best s':>9}{'median s':>10}"
-              f"{'x best':>8}{'x med':>8}{'events':>11}{'B/event':>9}{'peak MiB':>10}")
+              f"{'x best':>8}{'x med':>8}{'x pair':>8}{'events':>11}{'B/event':>9}"
+              f"{'peak MiB':>10}")
     lines = [header, "-" * len(header)]
     for workload, times, rss, events, sizes in rows:
         base_best = min(times["app"])
@@ -106,7 +115,8 @@ def table(rows):
             bpe = f"{sizes[c] / events[c]:.2f}" if events[c] else "-"
             ev = str(events[c]) if events[c] else "-"
             lines.append(f"{workload:<22}{c:<10}{best:>9.3f}{med:>10.3f}"
-                         f"{best / base_best:>8.3f}{med / base_med:>8.3f}{ev:>11}"
+                         f"{best / base_best:>8.3f}{med / base_med:>8.3f}"
+                         f"{paired_ratio(times, c):>8.3f}{ev:>11}"
                          f"{bpe:>9}{rss[c] / 1024:>10.1f}")
     return "\n".join(lines)
 
@@ -137,12 +147,14 @@ def main():
             results[key] = (times, rss, events, sizes)
             rows.append((label, times, rss, events, sizes))
     print(f"threads={args.threads} buffer_events={args.buffer_events} reps={args.reps} "
-          f"(long run: {max(1, args.reps // 3)}); ratios vs the app alone")
+          f"(long run: {max(1, args.reps // 3)}); ratios vs the app alone: of the best "
+          "times, of the medians, and the median of per-repetition ratios (x pair, "
+          "used in the summary); load average "
+          + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print(table(rows))
 
     def ratio(key, config="time"):
-        times = results[key][0]
-        return min(times[config]) / min(times["app"])
+        return paired_ratio(results[key][0], config)
 
     per_call, cutoff = ratio("per-call"), ratio("cutoff")
     times, rss, events, sizes = results["per-call"]
