@@ -190,3 +190,12 @@ def test_ctrl_c_at_a_terminal(tmp_path, example):
     assert "warning: incomplete trace" in text
     t = grainlab.load(out)
     assert not t.complete and t.meta["end_reason"] == "signal:SIGINT"
+
+
+def test_force_records_a_program_that_loads_no_runtime_visibly(tmp_path, example):
+    # --force skips the linked-runtime check; with no OpenMP at all, the run
+    # still produces no trace, and says so in one line.
+    result = run_cli("record", "--force", "-o", tmp_path / "t.parquet", "--",
+                     example("not_openmp"), 10)
+    assert_one_line_error(result, "no trace written")
+    assert "not_openmp(10)" in result.stdout

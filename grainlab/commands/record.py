@@ -68,6 +68,9 @@ def add_parser(subparsers):
                         "(default 65536; memory = threads x N x 56 bytes)")
     p.add_argument("--gomp-compat", action="store_true",
                    help="run a libgomp (GCC) program on LLVM libomp's GOMP layer")
+    p.add_argument("--force", action="store_true",
+                   help="record even if PROGRAM links no OpenMP runtime (it loads "
+                        "one at run time, e.g. a Python extension)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no summary line after the run")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
@@ -106,9 +109,10 @@ def run(args) -> int:
                 "--gomp-compat to run it on libomp's GOMP compatibility layer "
                 "(source locations of some constructs then point into libomp)")
         cleanup = _use_libomp_for_libgomp(env)
-    elif prog.runtime == program.NONE:
+    elif prog.runtime == program.NONE and not args.force:
         raise RecordError(f"{command[0]} does not use OpenMP (no libomp/libgomp "
-                          "linked): nothing to record")
+                          "linked): nothing to record (if it loads libomp at run "
+                          "time, add --force)")
     collector = _paths.collector_library()
     env.update({
         "OMP_TOOL": "enabled",
