@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from handgraph import fork_join, loop, task_chain, thesis_fig_5_3, HandGraph
+from handgraph import fork_join, loop, task_chain, thesis_fig_5_3
 from grainlab.metrics import (compute_all, earliest_start, instantaneous_parallelism as ip,
                               load_balance, parallel_benefit, scatter, time_decomposition,
                               work_deviation)

@@ -2,8 +2,6 @@
 file, and what each problem reports, on hand-built graphs."""
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from handgraph import HandGraph, fork_join
