@@ -98,19 +98,54 @@ class Trace:
 
     # -- derived tables (computed once, on first use) ---------------------
     def tasks(self) -> pd.DataFrame:
-        """One row per task (initial, implicit, explicit) with its lineage."""
+        """One row per task: initial, implicit (one per team member) and explicit.
+
+        id, parent (uint64; 0 for the initial task), kind (categorical:
+        initial/implicit/explicit), flags (ompt task flags), codeptr, thread
+        (creating thread; for implicit tasks the thread they run on), region
+        (parallel region id of an implicit task, else 0), team_index,
+        team_size (-1 for explicit), create_ns (TASK_CREATE or IMPLICIT_BEGIN),
+        begin_ns (first run), end_ns (body finished; NaN if unknown),
+        begin_thread (Int64), has_dependences, undeferred, untied, final,
+        mergeable, merged (bools, explicit tasks only), child_index (creation
+        order among siblings, -1 for non-explicit), children (explicit children
+        count), winner (the implicit task named without team index), depth
+        (0 = initial task), lineage (docs/trace-format.md "Identity").
+        """
         return self._tasks
 
     def chunks(self) -> pd.DataFrame:
-        """One row per loop chunk (worksharing, taskloop, distribute)."""
+        """One row per loop chunk (worksharing loops, taskloop, distribute),
+        sorted by loop and first iteration.
+
+        id ("<loop>@<first>", the chunk's identity), loop (loop instance
+        identity, as in loops()), first (first iteration), iterations, thread,
+        cpu, task (implicit task of a worksharing chunk; the task running a
+        taskloop chunk), start_ns, end_ns (next chunk or WORK_END of the loop on
+        that thread; a taskloop chunk's task end), inferred (bool: not reported
+        by libomp, inferred from schedule(static,N)), dispatch (ompt dispatch
+        kind), work (static/dynamic/guided/loop/taskloop/...).
+        """
         return self._loops_and_chunks[1]
 
     def loops(self) -> pd.DataFrame:
-        """One row per loop instance (worksharing loop, sections, taskloop...)."""
+        """One row per loop instance (worksharing loop, sections, distribute,
+        taskloop), in order of first appearance.
+
+        loop (identity: "<region identity>.w<k>" for the k-th worksharing
+        construct of a region's implicit tasks, "<task lineage>.t<k>" for the
+        k-th taskloop a task runs), construct (worksharing/taskloop), region,
+        encountering_task, sequence (k), work, iterations (as reported at
+        WORK_BEGIN), codeptr, begin_ns, end_ns, threads, chunks,
+        chunk_iterations, inferred_chunks.
+        """
         return self._loops_and_chunks[0]
 
     def regions(self) -> pd.DataFrame:
-        """One row per parallel region with its identity."""
+        """One row per parallel region: id, encountering_task,
+        requested_team_size, flags, codeptr, thread, begin_ns, end_ns, ordinal
+        (order among the regions of its encountering task), identity
+        ("<encountering task lineage>.p<ordinal>")."""
         return self._regions
 
     @cached_property
