@@ -129,3 +129,14 @@ def test_progress_lines_only_when_enabled(capsys):
     Progress(enabled=False)("quiet")
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "building the grain graph" in err[0]
+
+
+def test_interval_choice(fib):
+    default = analyze_json(fib.path)["instantaneous_parallelism"]
+    cand = default["interval_candidates_ns"]
+    assert default["interval_choice"] == "median" and default["interval_ns"] == cand["median"]
+    assert 0 < cand["min"] <= cand["median"] and cand["gap"] > 0
+    fine = analyze_json(fib.path, "--interval", "min")["instantaneous_parallelism"]
+    assert fine["interval_choice"] == "min" and fine["interval_ns"] == cand["min"]
+    fixed = analyze_json(fib.path, "--interval", "1000")["instantaneous_parallelism"]
+    assert fixed["interval_choice"] == "ns" and fixed["interval_ns"] == 1000
