@@ -85,8 +85,8 @@ WORK_NAMES = {
     6: "distribute", 7: "taskloop", 8: "scope", 10: "static", 11: "dynamic",
     12: "guided", 13: "loop",
 }
-# Constructs whose instances carry chunks (loops() rows).
-WORK_WITH_CHUNKS = (1, 2, 6, 7, 10, 11, 12, 13)
+# Constructs whose instances carry iteration chunks (loops() rows).
+WORK_WITH_CHUNKS = (1, 6, 7, 10, 11, 12, 13)
 
 # Dispatch kinds (CHUNK `kind`).
 DISPATCH_ITERATION = 1

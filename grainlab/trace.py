@@ -129,8 +129,8 @@ class Trace:
         return self._loops_and_chunks[1]
 
     def loops(self) -> pd.DataFrame:
-        """One row per loop instance (worksharing loop, sections, distribute,
-        taskloop), in order of first appearance.
+        """One row per loop instance (worksharing loop, distribute, taskloop),
+        in order of first appearance.
 
         loop (identity: "<region identity>.w<k>" for the k-th worksharing
         construct of a region's implicit tasks, "<task lineage>.t<k>" for the
