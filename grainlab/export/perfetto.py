@@ -80,44 +80,60 @@ def write_perfetto(g, path) -> dict:
 
 
 class _Slices:
-    """Slice groups (columns) collected, then sorted and written together."""
+    """Slice groups: time columns now, text later. Only the numeric columns of
+    all slices are held (to sort them); each group formats its name and args
+    for the rows of one output batch at a time, so memory does not grow with
+    the text of millions of slices."""
 
     def __init__(self):
-        self.groups = []       # dicts of numpy columns + Arrow text
+        self.groups = []       # (numpy columns, text(rows) -> (cat, name, args))
         self.grain_slices = 0
 
-    def add(self, thread, start, end, rank, cat, name, args):
+    def add(self, thread, start, end, rank, text):
         start = np.asarray(start, dtype=np.int64)
         end = np.maximum(np.asarray(end, dtype=np.int64), start)
-        self.groups.append(dict(thread=np.asarray(thread, dtype=np.int64), start=start,
-                                dur=end - start, rank=np.full(len(start), rank, np.int8),
-                                cat=_as_text(cat, len(start)), name=_as_text(name, len(start)),
-                                args=_as_text(args, len(start))))
+        self.groups.append((dict(thread=np.asarray(thread, dtype=np.int64), start=start,
+                                 dur=end - start, rank=np.full(len(start), rank, np.int8)),
+                            text))
 
     def write(self, f, pid) -> int:
         if not self.groups:
             return 0
-        col = {k: np.concatenate([g[k] for g in self.groups])
+        col = {k: np.concatenate([g[0][k] for g in self.groups])
                for k in ("thread", "start", "dur", "rank")}
-        text = {k: pa.concat_arrays([g[k] for g in self.groups])
-                for k in ("cat", "name", "args")}
+        group = np.concatenate([np.full(len(g[0]["start"]), i, np.int32)
+                                for i, g in enumerate(self.groups)])
+        local = np.concatenate([np.arange(len(g[0]["start"])) for g in self.groups])
         order = np.lexsort((col["rank"], -col["dur"], col["start"], col["thread"]))
         prefix = f'{{"ph":"X","pid":{pid},"tid":'
         for a, b in T.batches(len(order)):
             idx = order[a:b]
-            take = pa.array(idx)
+            cat, name, args = self._text(group[idx], local[idx])
             T.write_rows(f, T.join([
                 prefix, T.ints(pa.array(col["thread"][idx] + 1)),
                 ',"ts":', T.us(col["start"][idx]), ',"dur":', T.us(col["dur"][idx]),
-                ',"cat":"', text["cat"].take(take), '","name":"', text["name"].take(take),
-                '","args":{', text["args"].take(take), "}},\n"]))
+                ',"cat":"', cat, '","name":"', name, '","args":{', args, "}},\n"]))
         return len(order)
 
+    def _text(self, group, local):
+        """cat, name, args of the given slices, in the given order."""
+        parts, where = [], []
+        for gi in np.unique(group):
+            sel = np.flatnonzero(group == gi)
+            parts.append(self.groups[gi][1](local[sel]))
+            where.append(sel)
+        back = pa.array(np.argsort(np.concatenate(where), kind="stable"))
+        return tuple(pa.concat_arrays([p[k].cast(pa.string()) for p in parts]).take(back)
+                     for k in range(3))
 
-def _as_text(value, n) -> pa.Array:
-    if isinstance(value, str):
-        return pa.array(np.full(n, value, dtype=object), pa.string())
-    return pc.cast(value, pa.string())
+
+def _fixed(cat: str, name: pa.Array, args: pa.Array):
+    """Text function for a small group formatted up front."""
+    def text(rows):
+        take = pa.array(rows)
+        return (pa.array(np.full(len(rows), cat, dtype=object), pa.string()),
+                name.take(take), args.take(take))
+    return text
 
 
 def _add_grains(g, slices: _Slices, identities: pa.Array) -> None:
@@ -128,56 +144,62 @@ def _add_grains(g, slices: _Slices, identities: pa.Array) -> None:
     nodes = g.nodes
     owner = nodes["grain"].to_numpy(dtype=np.int64)
     mine = (owner >= 0) & (owner < n)
-    node_thread = nodes["thread"].to_numpy(dtype=np.int64)[mine]
-    node_owner = owner[mine]
-    node_start = nodes["start"].to_numpy(dtype=np.int64)[mine]
-    node_end = nodes["end"].to_numpy(dtype=np.int64)[mine]
     home = grains["thread"].to_numpy(dtype=np.int64)
 
     # Per (grain, thread): time range of the grain's nodes recorded there.
-    per = pd.DataFrame({"grain": node_owner, "thread": node_thread,
-                        "start": node_start, "end": node_end})
+    per = pd.DataFrame({"grain": owner[mine],
+                        "thread": nodes["thread"].to_numpy(dtype=np.int64)[mine],
+                        "start": nodes["start"].to_numpy(dtype=np.int64)[mine],
+                        "end": nodes["end"].to_numpy(dtype=np.int64)[mine]})
     per = per[per["thread"] >= 0].groupby(["grain", "thread"], sort=False).agg(
         start=("start", "min"), end=("end", "max")).reset_index()
     at_home = per["thread"].to_numpy() == home[per["grain"].to_numpy()]
     home_end = np.full(n, -1, dtype=np.int64)
     home_end[per["grain"].to_numpy()[at_home]] = per["end"].to_numpy()[at_home]
-
     start = grains["start"].to_numpy(dtype=np.int64)
     end = np.where(home_end >= 0, home_end, grains["end"].to_numpy(dtype=np.int64))
-    source = source_column(grains)
+
     ident = identities.slice(0, n)
-    names = ident
-    if source is not None:
-        src = T.to_arrow(grains[source].astype(object)).cast(pa.string())
+    source = source_column(grains)
+    src = (T.to_arrow(grains[source].astype(object)).cast(pa.string())
+           if source is not None else None)
+    kind = (T.type_codes(grains["kind"], ["task", "chunk"]) if "kind" in grains.columns
+            else np.zeros(n, np.int32))
+    kind_names = pa.array(["task", "chunk", "task"])
+
+    def names(rows) -> pa.Array:
+        take = pa.array(rows)
+        who = ident.take(take)
+        if src is None:
+            return T.json_escaped(who)
+        where = src.take(take)
         # An address the symbolizer could not resolve ("0x...", "?") names
         # nothing a reader knows: use the identity then.
-        known = pc.and_(pc.greater(pc.utf8_length(src), 0),
-                        pc.and_not(pc.invert(pc.starts_with(src, "0x")), pc.equal(src, "?")))
-        names = pc.if_else(pc.fill_null(known, False), src, ident)
-    names = T.json_escaped(names)
-    kind = (np.array(["task", "chunk", "task"], dtype=object)[
-        T.type_codes(grains["kind"], ["task", "chunk"])] if "kind" in grains.columns
-        else np.full(n, "task", dtype=object))
-    args = _grain_args(grains, ident)
-    slices.add(home, start, end, RANK_GRAIN, pa.array(kind, pa.string()), names, args)
+        known = pc.and_(pc.greater(pc.utf8_length(where), 0),
+                        pc.and_not(pc.invert(pc.starts_with(where, "0x")),
+                                   pc.equal(where, "?")))
+        return T.json_escaped(pc.if_else(pc.fill_null(known, False), where, who))
+
+    def text(rows):
+        return (kind_names.take(pa.array(kind[rows])), names(rows),
+                _grain_args(grains.iloc[rows], ident.take(pa.array(rows)), rows))
+
+    slices.add(home, start, end, RANK_GRAIN, text)
     slices.grain_slices = n
 
     parts = per[~at_home]
     if len(parts):
         pg = parts["grain"].to_numpy()
-        take = pa.array(pg)
-        slices.add(parts["thread"].to_numpy(), parts["start"].to_numpy(), parts["end"].to_numpy(),
-                   RANK_PART, "task-part", names.take(take),
-                   T.join(['"identity":"', T.json_escaped(ident.take(take)),
-                           '","grain":', T.ints(pa.array(pg))]))
+        args = T.join(['"identity":"', T.json_escaped(ident.take(pa.array(pg))),
+                       '","grain":', T.ints(pa.array(pg))])
+        slices.add(parts["thread"].to_numpy(), parts["start"].to_numpy(),
+                   parts["end"].to_numpy(), RANK_PART, _fixed("task-part", names(pg), args))
 
 
-def _grain_args(grains: pd.DataFrame, ident: pa.Array) -> pa.Array:
+def _grain_args(grains: pd.DataFrame, ident: pa.Array, ids: np.ndarray) -> pa.Array:
     """`"identity":...,"grain":...,"<column>":<value>,...` per grain; values
     that do not exist (NaN, inf: JSON has neither) are left out."""
-    pieces = ['"identity":"', T.json_escaped(ident), '","grain":',
-              T.ints(pa.array(np.arange(len(grains))))]
+    pieces = ['"identity":"', T.json_escaped(ident), '","grain":', T.ints(pa.array(ids))]
     pending = ""
     for name in grains.columns:
         if name == "identity":
@@ -233,39 +255,45 @@ def _add_contexts(g, slices: _Slices) -> None:
     thread = contexts["thread"].to_numpy(dtype=np.int64)
     keep = thread >= 0
     slices.add(thread[keep], contexts["start"].to_numpy()[keep], contexts["end"].to_numpy()[keep],
-               RANK_CONTEXT, "context", names.filter(pa.array(keep)), args.filter(pa.array(keep)))
+               RANK_CONTEXT, _fixed("context", names.filter(pa.array(keep)),
+                                    args.filter(pa.array(keep))))
 
 
 def _add_runtime(g, slices: _Slices, identities: pa.Array) -> None:
     nodes = g.nodes
     code = T.type_codes(nodes["type"], ["fork", "join", "bookkeeping"])
     thread = nodes["thread"].to_numpy(dtype=np.int64)
-    duration = nodes["duration"].to_numpy(dtype=np.int64)
     # Shown where they take wall time (a join's weight excludes waiting, its
     # slice does not).
     wall = nodes["end"].to_numpy(dtype=np.int64) - nodes["start"].to_numpy(dtype=np.int64)
-    keep = (code < 3) & (thread >= 0) & (wall > 0)
-    idx = np.flatnonzero(keep)
+    idx = np.flatnonzero((code < 3) & (thread >= 0) & (wall > 0))
     if not len(idx):
         return
     sub = nodes.iloc[idx]
-    t = code[idx]
-    names = np.array(["create", "join", "bookkeeping"], dtype=object)[t]
+    labels = ["create", "join", "bookkeeping"]
+    label = code[idx].astype(np.int32)
     if "join_kind" in sub.columns:
         kinds = list(pd.Series(sub["join_kind"]).astype("category").cat.categories.astype(str))
         jk = T.type_codes(sub["join_kind"], kinds)
-        label = np.array(kinds + ["join"], dtype=object)[jk]
-        names = np.where(t == 1, label, names)
+        label = np.where(label == 1, 3 + jk, label)   # joins named by their kind
+        labels += kinds + ["join"]
+    labels = pa.array(labels)
     owner = sub["grain"].to_numpy(dtype=np.int64)
-    owner_ident = pc.fill_null(T.json_escaped(
-        identities.take(owner_index(owner, len(identities)))), "")
-    pieces = ['"node":', T.ints(pa.array(idx)), ',"owner":"', owner_ident, '"',
-              ',"duration_ns":', T.ints(pa.array(duration[idx]))]
+    values = {"duration_ns": sub["duration"].to_numpy(dtype=np.int64)}
     for name in ("child", "sync_time", "n_waited"):
         if name in sub.columns:
-            pieces += [f',"{name}":', T.ints(T.to_arrow(sub[name]))]
-    slices.add(thread[idx], sub["start"].to_numpy(), sub["end"].to_numpy(), RANK_RUNTIME,
-               "runtime", pa.array(names, pa.string()), T.join(pieces))
+            values[name] = sub[name].to_numpy(dtype=np.int64)
+
+    def text(rows):
+        who = pc.fill_null(T.json_escaped(identities.take(
+            owner_index(owner[rows], len(identities)))), "")
+        pieces = ['"node":', T.ints(pa.array(idx[rows])), ',"owner":"', who, '"']
+        for name, v in values.items():
+            pieces += [f',"{name}":', T.ints(pa.array(v[rows]))]
+        return (pa.array(np.full(len(rows), "runtime", dtype=object), pa.string()),
+                labels.take(pa.array(label[rows])), T.join(pieces))
+
+    slices.add(thread[idx], sub["start"].to_numpy(), sub["end"].to_numpy(), RANK_RUNTIME, text)
 
 
 # ---------------------------------------------------------------------------
