@@ -8,7 +8,9 @@ lookup uses address - 1 (the call instruction itself).
 
 Work is per unique address and per binary (parsed once per process, cached by
 path + size + mtime), never per grain. Fallbacks, never errors:
-  no debug line info / unreadable file -> `libomp.so.5+0x1a2b3`
+  no debug line info                   -> `libomp.so.5+0x1a2b3 (__kmpc_taskloop)`
+                                          (the function from the ELF symbol table)
+  unreadable / not ELF                 -> `libomp.so.5+0x1a2b3`
   address outside every object         -> `0x7f12...`
   address 0                            -> `?`
 """
@@ -45,7 +47,8 @@ class _Binary:
                 loc = f"{self.line_file[a]}:{self.line_no[a]}"
                 out.append(f"{loc} ({fn})" if fn else loc)
             else:
-                out.append(f"{self.name}+0x{off + 1:x}")
+                raw = f"{self.name}+0x{off + 1:x}"
+                out.append(f"{raw} ({fn})" if fn else raw)
         return out
 
 
@@ -103,7 +106,7 @@ def _parse_binary(path: str, _size: int, _mtime: int):
             rows = _line_rows(elf)
     except (ELFError, OSError, ValueError, KeyError, IndexError, AttributeError):
         return None
-    if not rows:
+    if not rows and not funcs:
         return None
     rows.sort(key=lambda r: r[0])
     addr = np.array([r[0] for r in rows], np.int64)

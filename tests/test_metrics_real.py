@@ -86,3 +86,12 @@ def test_achieved_profile_and_its_summary_agree(record, name, args):
     s = ip.achieved_summary(g)
     assert s["achieved_max"] == r.max()
     assert s["achieved_mean"] == pytest.approx((r[:-1] * np.diff(t)).sum() / (t[-1] - t[0]))
+
+
+def test_taskloop_grains_point_into_libomp_by_symbol(record):
+    # taskloop's codeptr is inside libomp (no line info): binary+offset (function)
+    t = record("taskloop", threads=2)
+    g = build(t)
+    locs = set(grain_locations(g, t.meta))
+    assert locs and all(re.fullmatch(r"libomp\.so[.\d]*\+0x[0-9a-f]+ \(\w*taskloop\w*\)", l)
+                        for l in locs), locs
