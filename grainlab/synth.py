@@ -317,6 +317,9 @@ def synthesize(shape: str, grains: int, threads: int = 2, seed: int = 0,
 # Task traces
 
 def _task_trace(tree: Tree, P: int, timing: Timing, rng):
+    """Per-thread columns of a task program. Every row's place is computed
+    from the block layout (root block start + offset inside it) and written
+    straight into one preallocated table: no sort, one copy of each column."""
     n = len(tree.parent)
     parent = tree.parent
     has = parent >= 0
@@ -326,271 +329,245 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     depth, counts, head, own, size, offset = _subtree_layout(tree, rows_per_create)
     roots = np.flatnonzero(~has)
     R = len(roots)
-    thread_of_root = np.arange(R) % P
-    # execution order of roots on each thread: LIFO on the producer's thread
-    # (its deque), creation order for thieves (they steal the oldest)
-    thread_of = np.empty(n, np.int64)
+    waits = tree.producer_waits
+    root_thread = np.arange(R) % P
     root_of = np.where(has, -1, np.arange(n))
-    for d in range(1, int(depth.max()) + 1 if n else 0):
+    sched_ctx = np.full(n, -1, np.int64)        # -1: the thread's implicit task
+    for d in range(1, int(depth.max()) + 1 if n else 0):    # one pass per tree level
         lv = np.flatnonzero(depth == d)
-        root_of[lv] = root_of[parent[lv]]
+        p = parent[lv]
+        root_of[lv] = root_of[p]
+        sched_ctx[lv] = np.where(tree.waits[p], p, sched_ctx[p])
     rindex = np.empty(n, np.int64)
     rindex[roots] = np.arange(R)
-    thread_of[:] = thread_of_root[rindex[root_of]]
+    thread_of = root_thread[rindex[root_of]]
+
+    # thread layouts: prologue, root blocks, epilogue
+    pro0 = 5 + R + (1 if waits else 2)          # ... creates, SYNC_BEGIN(taskwait) | WORK_END, SYNC_BEGIN(9)
+    epi0 = 10 if waits else 5
+    pro_w = 5
+    epi_w = 5 if waits else 3
+    root_size = size[roots]
+    # order of roots on each thread: the producer's thread runs its own last
+    # created first (its deque); thieves take the oldest first
+    order = np.lexsort((np.where(root_thread == 0, -np.arange(R), np.arange(R)), root_thread))
+    sizes_in_order = root_size[order]
+    th_in_order = root_thread[order]
+    excl = np.cumsum(sizes_in_order) - sizes_in_order
+    per_thread_roots = np.bincount(root_thread, weights=root_size, minlength=P).astype(np.int64)
+    first_in_thread = np.minimum(np.searchsorted(th_in_order, np.arange(P)), max(R - 1, 0))
+    excl = excl - np.repeat(excl[first_in_thread], np.bincount(th_in_order, minlength=P)) \
+        if R else excl
+    pro = np.array([pro0] + [pro_w] * (P - 1), np.int64)
+    epi = np.array([epi0] + [epi_w] * (P - 1), np.int64)
+    length = pro + per_thread_roots + epi
+    tstart = np.concatenate([[0], np.cumsum(length)[:-1]])
+    root_base = np.empty(R, np.int64)
+    root_base[order] = tstart[th_in_order] + pro[th_in_order] + excl
+    total = int(length.sum())
 
     ids = _Ids()
-    # ids: thread 0: initial task, region, implicit 0; worker k: implicit k
     initial_id = ids.take(0)[0]
     region_id = ids.take(0)[0]
     implicit = np.empty(P, np.int64)
     implicit[0] = ids.take(0)[0]
     for k in range(1, P):
         implicit[k] = ids.take(k)[0]
-    # task ids: numbered per creating thread in creation order (tasks are in
-    # creation order per parent; across parents the exact order only matters
-    # for uniqueness, which this keeps)
     creator = np.where(has, thread_of[np.maximum(parent, 0)], 0)
     task_id = np.empty(n, np.int64)
-    for k in np.unique(creator):
+    for k in np.unique(creator):                # at most one pass per thread
         sel = np.flatnonzero(creator == k)
         task_id[sel] = ids.take(int(k), len(sel))
-    codeptr_site = CODE_BASE + 0x1000 + 0x40 * tree.site
-
-    sched_ctx = np.full(n, -1, np.int64)      # -1: the thread's implicit task
-    for d in range(1, int(depth.max()) + 1 if n else 0):
-        lv = np.flatnonzero(depth == d)
-        p = parent[lv]
-        sched_ctx[lv] = np.where(tree.waits[p], p, sched_ctx[p])
+    site_code = CODE_BASE + 0x1000 + 0x40 * tree.site
 
     def ctx_id(ctx, thr):
         return np.where(ctx >= 0, task_id[np.maximum(ctx, 0)], implicit[thr])
 
-    # -- rows of all task blocks, positioned relative to their root's block start
-    m = counts
-    wait = tree.waits & (m > 0)
-    total = int(own.sum())
-    ev = np.zeros(total, np.int64)
-    tk = np.zeros(total, np.int64)
-    ot = np.zeros(total, np.int64)
-    val = np.zeros(total, np.int64)
-    knd = np.zeros(total, np.int64)
-    cp = np.zeros(total, np.int64)
+    cols = {"event": np.zeros(total, np.uint8), "task": np.zeros(total, np.uint64),
+            "other": np.zeros(total, np.uint64), "value": np.zeros(total, np.uint64),
+            "count": np.zeros(total, np.uint64), "kind": np.zeros(total, np.uint32),
+            "flags": np.zeros(total, np.uint8), "codeptr": np.zeros(total, np.uint64)}
     gap = np.zeros(total, np.int64)
-    rel = np.zeros(total, np.int64)          # position inside the root block
-    rrow = np.zeros(total, np.int64)         # root of the row
-    w = 0
 
-    def put(k, pos, **c):
-        nonlocal w
-        sl = slice(w, w + k)
-        rel[sl] = pos
-        for name, arr in c.items():
-            {"ev": ev, "tk": tk, "ot": ot, "val": val, "knd": knd, "cp": cp,
-             "gap": gap, "rrow": rrow}[name][sl] = arr
-        w += k
+    def put(pos, event, task=0, other=0, value=0, count=0, kind=0, codeptr=0, g=0):
+        cols["event"][pos] = event
+        cols["task"][pos] = task
+        cols["other"][pos] = other
+        cols["value"][pos] = value
+        cols["count"][pos] = count
+        cols["kind"][pos] = kind
+        cols["codeptr"][pos] = codeptr
+        gap[pos] = g
 
-    allt = np.arange(n)
-    thr = thread_of
-    # SCHED-in: next = task, prior = scheduling context
-    put(n, offset, ev=S.TASK_SCHEDULE, tk=task_id, ot=ctx_id(sched_ctx, thr),
-        knd=S.STATUS_SWITCH, gap=tree.work, rrow=root_of)
-    # creations (children, in creation order) with their dependence rows
+    base = root_base[rindex[root_of]] if n else np.empty(0, np.int64)   # block start of each task's root
+    at = base + offset
+    put(at, S.TASK_SCHEDULE, task_id, ctx_id(sched_ctx, thread_of), kind=S.STATUS_SWITCH, g=tree.work)
     kids = np.flatnonzero(has)
     p = parent[kids]
     cstart = np.cumsum(rows_per_create[kids]) - rows_per_create[kids]
     gs = np.ones(len(kids), bool)
     gs[1:] = p[1:] != p[:-1]
-    base = np.maximum.accumulate(np.where(gs, np.arange(len(kids)), 0))
-    within = cstart - cstart[base]
-    cpos = offset[p] + 1 + within
+    within = cstart - cstart[np.maximum.accumulate(np.where(gs, np.arange(len(kids)), 0))]
+    cpos = at[p] + 1 + within
     last_child = np.ones(len(kids), bool)
     last_child[:-1] = p[1:] != p[:-1]
-    cgap = np.full(len(kids), timing.create_ns, np.int64)
-    # a non-waiting parent's last fragment follows its last creation
-    cgap = np.where(last_child & ~tree.waits[p], timing.create_ns + tree.last[p], cgap)
-    flags = S.TASK_EXPLICIT
-    has_dep = ndep[kids] > 0
-    put(len(kids), cpos, ev=S.TASK_CREATE, tk=task_id[kids], ot=task_id[p], val=has_dep.astype(np.int64),
-        knd=flags, cp=codeptr_site[kids], gap=np.where(rows_per_create[kids] > 1, 0, cgap), rrow=root_of[kids])
+    cgap = np.where(last_child & ~tree.waits[p], timing.create_ns + tree.last[p], timing.create_ns)
+    put(cpos, S.TASK_CREATE, task_id[kids], task_id[p], value=(ndep[kids] > 0).astype(np.int64),
+        kind=S.TASK_EXPLICIT, codeptr=site_code[kids],
+        g=np.where(rows_per_create[kids] > 1, 0, cgap))
     if len(tree.dep_task):
         dt = tree.dep_task
         k_in = np.arange(len(dt)) - (np.cumsum(ndep)[dt] - ndep[dt])
-        cidx = np.searchsorted(kids, dt)
-        dpos = cpos[cidx] + 1 + k_in
-        lastdep = (k_in == ndep[dt] - 1) & (ntdep[dt] == 0)
-        put(len(dt), dpos, ev=S.DEPENDENCE, tk=task_id[dt], val=tree.dep_addr, knd=tree.dep_type,
-            gap=np.where(lastdep, cgap[cidx], 0), rrow=root_of[dt])
+        ci = np.searchsorted(kids, dt)
+        last = (k_in == ndep[dt] - 1) & (ntdep[dt] == 0)
+        put(cpos[ci] + 1 + k_in, S.DEPENDENCE, task_id[dt], value=tree.dep_addr, kind=tree.dep_type,
+            g=np.where(last, cgap[ci], 0))
     if len(tree.tdep_sink):
         o = np.argsort(tree.tdep_sink, kind="stable")
         ts, tsrc = tree.tdep_sink[o], tree.tdep_source[o]
         k_in = np.arange(len(ts)) - (np.cumsum(ntdep)[ts] - ntdep[ts])
-        cidx = np.searchsorted(kids, ts)
-        tpos = cpos[cidx] + 1 + ndep[ts] + k_in
-        put(len(ts), tpos, ev=S.TASK_DEPENDENCE, tk=task_id[ts], ot=task_id[tsrc],
-            gap=np.where(k_in == ntdep[ts] - 1, cgap[cidx], 0), rrow=root_of[ts])
+        ci = np.searchsorted(kids, ts)
+        put(cpos[ci] + 1 + ndep[ts] + k_in, S.TASK_DEPENDENCE, task_id[ts], task_id[tsrc],
+            g=np.where(k_in == ntdep[ts] - 1, cgap[ci], 0))
     crows = np.bincount(p, weights=rows_per_create[kids], minlength=n).astype(np.int64)
-    wt = np.flatnonzero(wait)
-    put(len(wt), offset[wt] + 1 + crows[wt], ev=S.SYNC_BEGIN, tk=task_id[wt], ot=region_id,
-        knd=S.SYNC_TASKWAIT, gap=timing.schedule_ns, rrow=root_of[wt])
-    put(len(wt), offset[wt] + size[wt] - 2, ev=S.SYNC_END, tk=task_id[wt], ot=region_id,
-        knd=S.SYNC_TASKWAIT, gap=tree.last[wt], rrow=root_of[wt])
-    # SCHED-out: next = context, prior = task, complete. Its gap is the context's
-    # time before its next row (runtime / join time).
-    out_pos = np.where(tree.waits, offset + size - 1, offset + own - 1)
-    # leaves / non-waiting tasks with no children: their last fragment is the first
-    leaf_gap = timing.schedule_ns
-    put(n, out_pos, ev=S.TASK_SCHEDULE, tk=ctx_id(sched_ctx, thr), ot=task_id,
-        knd=S.STATUS_COMPLETE, gap=leaf_gap, rrow=root_of)
-    # a task that creates nothing and waits for nothing: first fragment is all
-    # a waiting parent without children does not exist in these shapes
-    assert w == total, (w, total)
-    # sort rows by (root, position)
-    o = np.lexsort((rel, rrow))
-    blk = {"event": ev[o], "task": tk[o], "other": ot[o], "value": val[o], "count": np.zeros(total, np.int64),
-           "kind": knd[o], "flags": np.zeros(total, np.int64), "codeptr": cp[o], "gap": gap[o]}
-    rroot = rrow[o]
-    root_size = size[roots]
-    root_start = np.concatenate([[0], np.cumsum(root_size)[:-1]])   # in root index order
-    return _assemble_task_trace(tree, P, timing, rng, blk, rroot, roots, root_size, root_start,
-                                thread_of_root, task_id, implicit, initial_id, region_id)
+    wt = np.flatnonzero(tree.waits & (counts > 0))
+    put(at[wt] + 1 + crows[wt], S.SYNC_BEGIN, task_id[wt], region_id, kind=S.SYNC_TASKWAIT,
+        g=timing.schedule_ns)
+    put(at[wt] + size[wt] - 2, S.SYNC_END, task_id[wt], region_id, kind=S.SYNC_TASKWAIT, g=tree.last[wt])
+    out = np.where(tree.waits, at + size - 1, at + own - 1)
+    put(out, S.TASK_SCHEDULE, ctx_id(sched_ctx, thread_of), task_id, kind=S.STATUS_COMPLETE,
+        g=timing.schedule_ns)
+    del at, out, cpos, base
 
-
-def _assemble_task_trace(tree, P, timing, rng, blk, rroot, roots, root_size, root_start,
-                         thread_of_root, task_id, implicit, initial_id, region_id):
-    R = len(roots)
-    producer_waits = tree.producer_waits
-    per_thread = []
-    rindex_of_task = np.full(len(tree.parent), -1, np.int64)
-    rindex_of_task[roots] = np.arange(R)
-    rr = rindex_of_task[rroot]          # root index of each block row (rows sorted by root)
+    # prologues and epilogues (a handful of rows per thread)
     code = CODE_BASE + 0x800
-    # thread 0 ------------------------------------------------------------
-    t0 = Rows()
-    t0.add(event=S.THREAD_BEGIN, kind=1, gap=2000)
-    t0.add(event=S.IMPLICIT_BEGIN, task=initial_id, value=1, count=1, kind=S.TASK_INITIAL, gap=timing.serial_ns)
-    t0.add(event=S.PARALLEL_BEGIN, task=initial_id, other=region_id, count=P, kind=0x80000002,
-           codeptr=code, gap=1000)
-    t0.add(event=S.IMPLICIT_BEGIN, task=implicit[0], other=region_id, value=0, count=P,
-           kind=S.TASK_IMPLICIT, gap=200)
-    t0.add(event=S.WORK_BEGIN, task=implicit[0], other=region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR,
-           codeptr=code + 0x10, gap=timing.producer_ns)
-    first_create = t0.add(R, event=S.TASK_CREATE, task=task_id[roots], other=implicit[0],
-                          kind=S.TASK_EXPLICIT, codeptr=CODE_BASE + 0x1000 + 0x40 * tree.site[roots],
-                          gap=timing.create_ns)
-    # thread 0's own roots: run in its taskwait (or barrier), last created first
-    mine = np.flatnonzero(thread_of_root == 0)[::-1]
-    if producer_waits:
-        t0.add(event=S.SYNC_BEGIN, task=implicit[0], other=region_id, kind=S.SYNC_TASKWAIT,
-               gap=timing.schedule_ns)
-        own_start = _add_root_blocks(t0, blk, rr, mine, root_start, root_size)
-        tw_end = t0.add(event=S.SYNC_END, task=implicit[0], other=region_id, kind=S.SYNC_TASKWAIT,
-                        gap=timing.last_ns)
-        t0.add(event=S.WORK_END, task=implicit[0], other=region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR, gap=100)
-        b8 = t0.add(event=S.SYNC_BEGIN, task=implicit[0], other=region_id, kind=8, gap=timing.schedule_ns)
-        e8 = t0.add(event=S.SYNC_END, task=implicit[0], other=region_id, kind=8, gap=100)
-        b9 = t0.add(event=S.SYNC_BEGIN, task=implicit[0], other=region_id, kind=9, gap=timing.schedule_ns)
+    t0 = tstart[0]
+    one = lambda pos, *a, **k: put(np.array([pos]), *a, **k)  # noqa: E731
+    one(t0 + 0, S.THREAD_BEGIN, kind=1, g=2000)
+    one(t0 + 1, S.IMPLICIT_BEGIN, initial_id, value=1, count=1, kind=S.TASK_INITIAL, g=timing.serial_ns)
+    one(t0 + 2, S.PARALLEL_BEGIN, initial_id, region_id, count=P, kind=0x80000002, codeptr=code, g=1000)
+    one(t0 + 3, S.IMPLICIT_BEGIN, implicit[0], region_id, value=0, count=P, kind=S.TASK_IMPLICIT, g=200)
+    one(t0 + 4, S.WORK_BEGIN, implicit[0], region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR,
+        codeptr=code + 0x10, g=timing.producer_ns)
+    first_create = t0 + 5
+    put(first_create + np.arange(R), S.TASK_CREATE, task_id[roots], implicit[0], kind=S.TASK_EXPLICIT,
+        codeptr=site_code[roots], g=timing.create_ns)
+    q = t0 + 5 + R
+    imp0 = implicit[0]
+    marks = {}
+    if waits:
+        one(q, S.SYNC_BEGIN, imp0, region_id, kind=S.SYNC_TASKWAIT, g=timing.schedule_ns)
+        e = tstart[0] + length[0] - epi0
+        seq = [("tw_end", S.SYNC_END, S.SYNC_TASKWAIT, timing.last_ns),
+               ("work_end", S.WORK_END, S.WORK_SINGLE_EXECUTOR, 100),
+               ("b8", S.SYNC_BEGIN, 8, timing.schedule_ns), ("e8", S.SYNC_END, 8, 100),
+               ("b9", S.SYNC_BEGIN, 9, timing.schedule_ns), ("e9", S.SYNC_END, 9, 100)]
     else:
-        t0.add(event=S.WORK_END, task=implicit[0], other=region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR, gap=100)
-        b8 = e8 = tw_end = None
-        b9 = t0.add(event=S.SYNC_BEGIN, task=implicit[0], other=region_id, kind=9, gap=timing.schedule_ns)
-        own_start = _add_root_blocks(t0, blk, rr, mine, root_start, root_size)
-    e9 = t0.add(event=S.SYNC_END, task=implicit[0], other=region_id, kind=9, gap=100)
-    t0.add(event=S.IMPLICIT_END, task=implicit[0], value=0, count=P, kind=S.TASK_IMPLICIT, gap=300)
-    pe = t0.add(event=S.PARALLEL_END, task=initial_id, other=region_id, kind=0x80000002, codeptr=code, gap=2000)
-    t0.add(event=S.IMPLICIT_END, task=initial_id, value=1, count=1, kind=S.TASK_INITIAL, gap=50)
-    t0.add(event=S.THREAD_END, gap=0)
-    c0 = t0.columns()
-    per_thread.append(c0)
-
-    # workers --------------------------------------------------------------
-    workers = []
+        one(q, S.WORK_END, imp0, region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR, g=100)
+        one(q + 1, S.SYNC_BEGIN, imp0, region_id, kind=9, g=timing.schedule_ns)
+        marks["b9"] = q + 1
+        e = tstart[0] + length[0] - epi0
+        seq = [("e9", S.SYNC_END, 9, 100)]
+    for name, ev, kind, g in seq:
+        extra = {"count": 1} if ev == S.WORK_END else {}
+        one(e, ev, imp0, region_id, kind=kind, g=g, **extra)
+        marks[name] = e
+        e += 1
+    one(e, S.IMPLICIT_END, imp0, value=0, count=P, kind=S.TASK_IMPLICIT, g=300)
+    one(e + 1, S.PARALLEL_END, initial_id, region_id, kind=0x80000002, codeptr=code, g=2000)
+    marks["pe"] = e + 1
+    one(e + 2, S.IMPLICIT_END, initial_id, value=1, count=1, kind=S.TASK_INITIAL, g=50)
+    one(e + 3, S.THREAD_END, g=0)
+    wmarks = []
+    bkind = 8 if waits else 9
     for k in range(1, P):
-        tk = Rows()
-        tk.add(event=S.THREAD_BEGIN, kind=2, gap=2000)
-        tk.add(event=S.IMPLICIT_BEGIN, task=implicit[k], other=region_id, value=k, count=P,
-               kind=S.TASK_IMPLICIT, gap=300)
-        tk.add(event=S.WORK_BEGIN, task=implicit[k], other=region_id, count=1, kind=S.WORK_SINGLE_OTHER,
-               codeptr=code + 0x10, gap=60)
-        tk.add(event=S.WORK_END, task=implicit[k], other=region_id, count=1, kind=S.WORK_SINGLE_OTHER, gap=200)
-        barrier_kind = 8 if producer_waits else 9
-        wb = tk.add(event=S.SYNC_BEGIN, task=implicit[k], other=region_id, kind=barrier_kind,
-                    gap=timing.schedule_ns)
-        theirs = np.flatnonzero(thread_of_root == k)           # oldest first
-        starts = _add_root_blocks(tk, blk, rr, theirs, root_start, root_size)
-        we = tk.add(event=S.SYNC_END, task=implicit[k], other=region_id, kind=barrier_kind, gap=200)
-        if producer_waits:
-            w9b = tk.add(event=S.SYNC_BEGIN, task=implicit[k], other=region_id, kind=9, gap=timing.schedule_ns)
-            w9e = tk.add(event=S.SYNC_END, task=implicit[k], other=region_id, kind=9, gap=100)
+        s0 = tstart[k]
+        impk = implicit[k]
+        one(s0, S.THREAD_BEGIN, kind=2, g=2000)
+        one(s0 + 1, S.IMPLICIT_BEGIN, impk, region_id, value=k, count=P, kind=S.TASK_IMPLICIT, g=300)
+        one(s0 + 2, S.WORK_BEGIN, impk, region_id, count=1, kind=S.WORK_SINGLE_OTHER,
+            codeptr=code + 0x10, g=60)
+        one(s0 + 3, S.WORK_END, impk, region_id, count=1, kind=S.WORK_SINGLE_OTHER, g=200)
+        one(s0 + 4, S.SYNC_BEGIN, impk, region_id, kind=bkind, g=timing.schedule_ns)
+        e = s0 + length[k] - epi_w
+        m = {"wb": s0 + 4, "we": e}
+        one(e, S.SYNC_END, impk, region_id, kind=bkind, g=200)
+        if waits:
+            one(e + 1, S.SYNC_BEGIN, impk, region_id, kind=9, g=timing.schedule_ns)
+            one(e + 2, S.SYNC_END, impk, region_id, kind=9, g=100)
+            m["w9b"], m["w9e"] = e + 1, e + 2
+            e += 2
         else:
-            w9b, w9e = wb, we
-        tk.add(event=S.IMPLICIT_END, task=implicit[k], value=k, count=P, kind=S.TASK_IMPLICIT, gap=300)
-        tk.add(event=S.THREAD_END, gap=0)
-        workers.append(dict(cols=tk.columns(), theirs=theirs, starts=starts, wb=wb, we=we,
-                            w9b=w9b, w9e=w9e, first=0))
+            m["w9b"], m["w9e"] = m["wb"], m["we"]
+        one(e + 1, S.IMPLICIT_END, impk, value=k, count=P, kind=S.TASK_IMPLICIT, g=300)
+        one(e + 2, S.THREAD_END, g=0)
+        wmarks.append(m)
 
-    # times, resolving cross-thread causality in order -----------------------
-    nb0 = c0["nb"]
-    nb0[0] = 0
-    time0 = _times(c0["gap"], nb0)
-    create_time = time0[first_create + np.arange(R)]
-    par_begin = time0[2]
-    for k, wk in enumerate(workers, start=1):
-        c = wk["cols"]
-        c["nb"][0] = par_begin + timing.startup_ns * k
-        # a thief starts a root after its creation (+ steal latency)
-        c["nb"][wk["starts"]] = create_time[wk["theirs"]] + timing.steal_ns
-        wk["time"] = _times(c["gap"], c["nb"])
-    # all roots done -> producer's taskwait / the barrier can end
-    def root_end(times, starts, theirs):
-        ends = times[starts + root_size[theirs] - 1] if len(theirs) else np.empty(0, np.int64)
-        return int(ends.max()) if len(ends) else NEG
-    done_workers = max([root_end(wk["time"], wk["starts"], wk["theirs"]) for wk in workers] + [NEG])
-    if producer_waits:
-        nb0[tw_end] = done_workers + timing.sync_ns
-        time0 = _times(c0["gap"], nb0)
-        release8 = max([time0[b8]] + [wk["time"][wk["wb"]] for wk in workers]) + timing.sync_ns
-        nb0[e8] = release8
-        for wk in workers:
-            wk["cols"]["nb"][wk["we"]] = release8 + 50
-            wk["time"] = _times(wk["cols"]["gap"], wk["cols"]["nb"])
-        time0 = _times(c0["gap"], nb0)
+    # times: per thread t_i = max(t_{i-1} + gap_{i-1}, nb_i), constraints added in
+    # causal order (creations -> thieves -> taskwait/barriers -> region end)
+    nb = {k: {} for k in range(P)}
+    nb[0][tstart[0]] = 0
+    time = np.zeros(total, np.int64)
+
+    def solve(k):
+        sl = slice(tstart[k], tstart[k] + length[k])
+        pos = np.array(sorted(nb[k]), np.int64)
+        vals = np.array([nb[k][x] for x in sorted(nb[k])], np.int64)
+        time[sl] = _times_sparse(gap[sl], pos - tstart[k], vals)
+
+    solve(0)
+    create_time = time[first_create + np.arange(R)]
+    root_start_time_nb = create_time + timing.steal_ns
+    par_begin = int(time[tstart[0] + 2])
+    for k in range(1, P):
+        nb[k][tstart[k]] = par_begin + timing.startup_ns * k
+        theirs = np.flatnonzero(root_thread == k)
+        for pos, v in zip(root_base[theirs].tolist(), root_start_time_nb[theirs].tolist()):
+            nb[k][pos] = v
+        solve(k)
+    done = NEG
+    if R:
+        worker_roots = np.flatnonzero(root_thread != 0)
+        if len(worker_roots):
+            done = int(time[root_base[worker_roots] + root_size[worker_roots] - 1].max())
+    if waits:
+        nb[0][marks["tw_end"]] = done + timing.sync_ns
+        solve(0)
+        release8 = max([int(time[marks["b8"]])] + [int(time[m["wb"]]) for m in wmarks]) + timing.sync_ns
+        nb[0][marks["e8"]] = release8
+        for k, m in enumerate(wmarks, start=1):
+            nb[k][m["we"]] = release8 + 50
+            solve(k)
+        solve(0)
     else:
-        time0 = _times(c0["gap"], nb0)
-        nb0[e9] = max(done_workers, time0[e9 - 1]) + timing.sync_ns
-        time0 = _times(c0["gap"], nb0)
-    arrive9 = max([time0[b9]] + [wk["time"][wk["w9b"]] for wk in workers])
-    nb0[e9] = max(nb0[e9], arrive9 + timing.sync_ns)
-    time0 = _times(c0["gap"], nb0)
-    par_end = time0[pe]
-    for k, wk in enumerate(workers, start=1):
-        wk["cols"]["nb"][wk["w9e"]] = par_end + timing.late_ns + 100 * k
-        wk["time"] = _times(wk["cols"]["gap"], wk["cols"]["nb"])
-    c0["time"] = time0
-    for wk in workers:
-        wk["cols"]["time"] = wk["time"]
-        per_thread.append(wk["cols"])
+        nb[0][marks["e9"]] = max(done, int(time[marks["e9"] - 1])) + timing.sync_ns
+        solve(0)
+    arrive9 = max([int(time[marks["b9"]])] + [int(time[m["w9b"]]) for m in wmarks])
+    nb[0][marks["e9"]] = max(nb[0].get(marks["e9"], NEG), arrive9 + timing.sync_ns)
+    solve(0)
+    par_end = int(time[marks["pe"]])
+    for k, m in enumerate(wmarks, start=1):
+        nb[k][m["w9e"]] = par_end + timing.late_ns + 100 * k
+        solve(k)
+    per_thread = []
+    for k in range(P):
+        sl = slice(tstart[k], tstart[k] + length[k])
+        d = {c: v[sl] for c, v in cols.items()}
+        d["time"] = time[sl]
+        per_thread.append(d)
     return per_thread
 
 
-def _add_root_blocks(rows: Rows, blk, rr, which_roots, root_start, root_size):
-    """Append the blocks of the given roots (in that order); returns the row
-    index (within `rows`) where each block starts."""
-    base = sum(len(p) for p in rows.parts["event"])
-    if not len(which_roots):
-        return np.empty(0, np.int64)
-    lens = root_size[which_roots]
-    idx = _ranges(root_start[which_roots], lens)
-    rows.block({c: blk[c][idx] for c in ("event", "task", "other", "value", "count", "kind",
-                                          "flags", "codeptr", "gap")} | {"nb": np.full(len(idx), NEG)})
-    starts = base + np.concatenate([[0], np.cumsum(lens)[:-1]])
-    return starts
-
-
-def _ranges(starts, lens):
-    """Concatenated aranges [s, s+l) for each (s, l)."""
-    total = int(lens.sum())
-    off = np.repeat(starts - (np.cumsum(lens) - lens), lens)
-    return off + np.arange(total)
+def _times_sparse(gap, nb_pos, nb_val):
+    """_times with the lower bounds given only where they exist."""
+    c = np.zeros(len(gap), np.int64)
+    if len(gap) > 1:
+        np.cumsum(gap[:-1], out=c[1:])
+    lift = np.full(len(gap), NEG, np.int64)
+    lift[nb_pos] = nb_val - c[nb_pos]
+    np.maximum.accumulate(lift, out=lift)
+    lift += c
+    return lift
 
 
 # --------------------------------------------------------------------------
@@ -682,19 +659,19 @@ def _with_flushes(cols: dict, buffer_events: int) -> list[dict]:
         part = {c: v[start:stop] for c, v in cols.items()}
         pieces = []
         if not first:
-            pieces.append(_flush_row(S.FLUSH_END, part["time"][0], 0))
+            pieces.append(_flush_row(S.FLUSH_END, part["time"][0], 0, tuple(part)))
         pieces.append(part)
         if full:   # the flush happens just before the thread's next event
-            pieces.append(_flush_row(S.FLUSH_BEGIN, cols["time"][stop], buffer_events + 1))
+            pieces.append(_flush_row(S.FLUSH_BEGIN, cols["time"][stop], buffer_events + 1, tuple(part)))
         groups.append({c: np.concatenate([p[c] for p in pieces]) for c in part})
         start = stop
         first = False
     return groups
 
 
-def _flush_row(event, time, count):
-    row = {c: np.zeros(1, np.int64) for c in ("event", "task", "other", "value", "count", "kind",
-                                              "flags", "codeptr", "gap", "nb", "time")}
+def _flush_row(event, time, count, keys=("event", "task", "other", "value", "count", "kind",
+                                          "flags", "codeptr", "time")):
+    row = {c: np.zeros(1, np.int64) for c in keys}
     row["event"][:] = event
     row["count"][:] = count
     row["time"][:] = time

@@ -145,7 +145,8 @@ class _Builder:
 
     def run(self) -> GrainGraph:
         self._owners()
-        self.rows = load_rows(self.trace.events, self.owner_of, self.clip, self.untied)
+        self.rows, self.row_owner, self.other_owner = load_rows(
+            self.trace.events, self.owner_of, self.clip, self.untied)
         self.span = len(self.rows) + 2
         self._chunks()
         self._slots()
@@ -236,8 +237,7 @@ class _Builder:
         construct of the implicit task), named like Trace.chunks()."""
         r = self.rows
         ev, span = r.event, self.span
-        own = self.owner_of(r.task)
-        self.row_owner = own
+        own = self.row_owner
         wb = np.flatnonzero((ev == S.WORK_BEGIN) & (r.kind != S.WORK_TASKLOOP) & (own >= 0))
         wb = wb[np.lexsort((r.grank[wb], own[wb]))]
         wb_seq = _series(_cumcount(own[wb]), wb)
@@ -264,7 +264,7 @@ class _Builder:
         r = self.rows
         ev, t, n, T = r.event, r.time, len(r), self.T
         own = self.row_owner
-        oth = self.other_owner = self.owner_of(r.other)
+        oth = self.other_owner
         s = _Slots()
 
         # first schedule into each explicit task opens its first fragment
@@ -485,7 +485,7 @@ class _Builder:
         c["thread"] = np.full(N, -1, np.int32)
         c["thread"][node[chain]] = r.thread[pos[chain]]
         c["cpu"] = np.full(N, -1, np.int32)
-        c["cpu"][node[chain]] = r.cpu[pos[chain]]
+        c["cpu"][node[chain]] = r.take("cpu", pos[chain])
         c["child"] = np.full(N, -1, np.int64)
         c["child"][node[fork]] = sl["child"][fork]
         c["join_kind"] = np.full(N, -1, np.int8)
@@ -722,7 +722,7 @@ class _Builder:
         parent[self.cr_child] = self.cr_parent
         created = np.full(self.E, -1, np.int64)
         created[self.cr_child] = r.grank[self.cr_rows]
-        df = pd.DataFrame({"p": parent[task], "a": r.value[d], "c": created[task], "t": task,
+        df = pd.DataFrame({"p": parent[task], "a": r.take("value", d), "c": created[task], "t": task,
                            "w": _in(r.kind[d], WRITER_DEPS)})
         df = df.sort_values(["p", "a", "c", "w"], kind="stable") \
             .drop_duplicates(["t", "a"], keep="last")
@@ -769,7 +769,9 @@ class _Builder:
         """Internal owner/chunk ids -> public ids (tasks, chunks, contexts)."""
         T, E, K = self.T, self.E, self.K
         x = np.asarray(internal, np.int64)
-        return np.where(x < 0, x, np.where(x < T, x, np.where(x < E, x + K, x - E + T)))
+        if K == 0:
+            return x
+        return x + K * ((x >= T) & (x < E)) - (E - T) * (x >= E)
 
     def _tables(self) -> GrainGraph:
         c, T, K, E = self.c, self.T, self.K, self.E
@@ -833,9 +835,9 @@ class _Builder:
 
         ex = self.explicit
         parent = np.full(G, -1, np.int64)
-        parent[:T] = self._public_ids(self.owner_of(ex["parent"].to_numpy(np.uint64)))
-        parent[T:] = self._public_ids(self.ch_owner)
         tparent = self.owner_of(ex["parent"].to_numpy(np.uint64))
+        parent[:T] = self._public_ids(tparent)
+        parent[T:] = self._public_ids(self.ch_owner)
         depth = np.ones(G, np.int32)
         depth[:T] = _list_rank(np.where((tparent >= 0) & (tparent < T), tparent, -1)) + 1
         fork_w = np.full(size, np.nan)
@@ -855,10 +857,10 @@ class _Builder:
         bk = np.full(G, np.nan)
         if K:
             ch = self.ch_rows
-            first_it[T:] = r.value[ch].astype(np.int64)
-            iters[T:] = r.count[ch].astype(np.int64)
-            inferred[T:] = (r.flags[ch] & S.CHUNK_INFERRED) != 0
-            codeptr[T:] = r.codeptr[self._pos(self.ch_loop_row)]
+            first_it[T:] = r.take("value", ch).astype(np.int64)
+            iters[T:] = r.take("count", ch).astype(np.int64)
+            inferred[T:] = (r.take("flags", ch) & S.CHUNK_INFERRED) != 0
+            codeptr[T:] = r.take("codeptr", self._pos(self.ch_loop_row))
             rname = self.region_identity.reindex(self.ch_region).to_numpy(dtype=object)
             rname = np.where(pd.isna(rname), "?", rname).astype(object)
             loop[T:] = rname + ".w" + self.ch_seq.astype(str).astype(object)
@@ -873,8 +875,8 @@ class _Builder:
         tl = np.flatnonzero((r.event == S.CHUNK) & (r.kind == S.DISPATCH_TASKLOOP_CHUNK))
         te = self.row_owner[tl]
         okt = (te >= 0) & (te < T)
-        first_it[te[okt]] = r.value[tl][okt].astype(np.int64)
-        iters[te[okt]] = r.count[tl][okt].astype(np.int64)
+        first_it[te[okt]] = r.take("value", tl[okt]).astype(np.int64)
+        iters[te[okt]] = r.take("count", tl[okt]).astype(np.int64)
 
         sync_cost = np.full(G, np.nan)
         okw = waiter >= 0

@@ -28,15 +28,12 @@ class Rows:
     """Event columns in per-thread time order (index = row position `pos`)."""
     event: np.ndarray
     thread: np.ndarray
-    cpu: np.ndarray
     time: np.ndarray
     task: np.ndarray
     other: np.ndarray
     kind: np.ndarray
-    value: np.ndarray
-    count: np.ndarray
-    flags: np.ndarray
-    codeptr: np.ndarray
+    order: np.ndarray         # pos -> row of the trace's event table
+    source: pd.DataFrame      # the trace's event table (for rarely needed columns)
     counters: dict            # name -> float64 cumulative value (ffilled per thread)
     grank: np.ndarray         # global order key: == pos unless tasks migrate (untied)
     owner_running: np.ndarray  # entity running after the row (-1: nobody)
@@ -45,6 +42,11 @@ class Rows:
 
     def __len__(self):
         return len(self.event)
+
+    def take(self, column: str, pos) -> np.ndarray:
+        """Values of a rarely used column (cpu, value, count, flags, codeptr) at
+        row positions, without permuting the whole column."""
+        return self.source[column].to_numpy()[self.order[pos]]
 
 
 def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
@@ -63,12 +65,13 @@ def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
 
 
 def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
-              migrating: bool) -> Rows:
+              migrating: bool) -> tuple[Rows, np.ndarray, np.ndarray]:
     """Columns in per-thread order plus running owner and segments.
 
     entity_of(task_ids) -> entity index array (-1 unknown / 0).
     implicit_end_clip[entity]: time after which the entity's segments are idle
     (its region's PARALLEL_END for implicit tasks; int64 max otherwise).
+    Returns the rows and the owner index of each row's `task` and `other`.
     """
     order = sorted_rows(events)
     col = lambda name: events[name].to_numpy()[order]  # noqa: E731
@@ -80,7 +83,8 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
     n = len(ev)
 
     # Who runs after each row.
-    running_id = np.where(ev == S.TASK_CREATE, other, task)
+    task_owner = entity_of(task)
+    other_owner = entity_of(other)
     table = np.zeros(256, dtype=bool)
     table[list(_RUNS_TASK + (S.TASK_CREATE,))] = True
     decides = table[ev]
@@ -89,7 +93,7 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
     nobody = table[ev]
     thread_start = np.ones(n, dtype=bool)
     thread_start[1:] = thread[1:] != thread[:-1]
-    owner_row = entity_of(running_id)
+    owner_row = np.where(ev == S.TASK_CREATE, other_owner, task_owner)
     owner_row[nobody | (thread_start & ~decides)] = -1
     marks = decides | nobody | thread_start
     src = np.where(marks, np.arange(n), 0)
@@ -125,10 +129,10 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
     else:
         grank = np.arange(n, dtype=np.int64)
 
-    return Rows(event=ev, thread=thread, cpu=col("cpu"), time=time, task=task,
-                other=other, kind=col("kind"), value=col("value"), count=col("count"),
-                flags=col("flags"), codeptr=col("codeptr"), counters=counters,
+    rows = Rows(event=ev, thread=thread, time=time, task=task, other=other, kind=col("kind"),
+                order=order, source=events, counters=counters,
                 grank=grank, owner_running=owner_running, seg=seg, seg_end=seg_end)
+    return rows, task_owner, other_owner
 
 
 def counter_deltas(rows: Rows) -> dict:
