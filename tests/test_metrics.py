@@ -231,3 +231,16 @@ def test_gap_interval_is_the_smallest_start_to_other_end_distance(seed):
     d = [abs(int(start[i]) - int(end[j])) for i in range(n) for j in range(n) if i != j]
     d = [x for x in d if x > 0]
     assert got == (min(d) if d else 0)
+
+
+def test_intervals_start_at_the_first_grain():
+    # the same Fig. 5.4 graph shifted by 1000 ns of serial code: same counts
+    g, ids = thesis_fig_5_3()
+    g.nodes["earliest_start"] = ip.earliest_start(g) + 1000
+    prof = ip.ideal_profile(g, interval=1)
+    assert prof["optimistic"].tolist() == [1, 1, 2, 2, 2, 3, 2, 1, 1, 1, 1]
+    assert prof["start"].tolist()[:2] == [1000, 1001]
+    info = ip.compute(g, interval=1)
+    assert info["origin_ns"] == 1000 and info["intervals"] == 11
+    assert g.grains.at[ids["baz"], ip.COLUMN] == 1
+    assert g.grains.at[ids["baz"], "earliest_start"] == 1005

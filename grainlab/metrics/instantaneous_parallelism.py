@@ -2,8 +2,9 @@
 
 Every grain fragment (fragment and chunk nodes owned by a grain) is placed at its
 EARLIEST start in the DAG given the measured durations (`earliest_start`), which
-gives the schedule an unbounded machine would run. Time [0, span) is cut into
-intervals of length L, and each interval counts the grains running in it:
+gives the schedule an unbounded machine would run. Time from the first grain's
+placed start to the span is cut into intervals of length L, and each interval
+counts the grains running in it:
   optimistic   - grains with any overlap with the interval
   conservative - grains with a fragment covering the whole interval
 A grain's value is the minimum count over the intervals its fragments overlap.
@@ -94,8 +95,12 @@ def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -
     gr = g.grains
     n = len(gr)
     grain, start, end = placed_fragments(g, es)
-    length, k, info = _choose_length(g, grain, start, end, interval, max_intervals)
-    opt_counts, cons_counts, lo, hi, owner = _counts(grain, start, end, length, k)
+    origin = int(start.min()) if len(start) else 0
+    length, k, info = _choose_length(g, grain, start - origin, end - origin, interval,
+                                     max_intervals)
+    opt_counts, cons_counts, lo, hi, owner = _counts(grain, start - origin, end - origin,
+                                                     length, k)
+    info["origin_ns"] = origin
     placed = np.full(n, -1, np.int64)
     ids, first, _ = grain_spans(grain, start, end)
     placed[ids] = first
@@ -110,9 +115,11 @@ def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -
 def ideal_profile(g, interval="median", max_intervals: int = MAX_INTERVALS) -> pd.DataFrame:
     """One row per interval: start (ns), optimistic and conservative counts."""
     grain, start, end = placed_fragments(g)
+    origin = int(start.min()) if len(start) else 0
+    start, end = start - origin, end - origin
     length, k, _ = _choose_length(g, grain, start, end, interval, max_intervals)
     opt, cons, *_ = _counts(grain, start, end, length, k)
-    return pd.DataFrame({"start": np.arange(k, dtype=np.int64) * length,
+    return pd.DataFrame({"start": origin + np.arange(k, dtype=np.int64) * length,
                          "optimistic": opt, "conservative": cons})
 
 
