@@ -151,7 +151,13 @@ class _Builder:
         self._chunks()
         self._slots()
         self._credit_segments()
+        # per-row segment columns are no longer needed: free them before the
+        # node tables are built (peak memory at 10^7 grains)
+        r = self.rows
+        r.seg = r.seg_end = r.owner_running = None
         self._nodes()
+        for f in ("start", "own", "last_end", "sub", "recv", "counters"):
+            self.sl.pop(f, None)
         self._edges()
         self._join_weights()
         g = self._tables()

@@ -65,8 +65,15 @@ def longest_path(nodes: pd.DataFrame, edges: pd.DataFrame):
     D = np.concatenate([dst, roots])
     ps = np.append(p, -1)
     reduced = (ps[D] - w[D] - ps[S]).astype(np.float64)
-    graph = csr_matrix((reduced, (S, D)), shape=(n + 1, n + 1))
+    del ps
+    # CSR directly (rows = sources): a stable sort by source, then offsets
+    o = np.argsort(S, kind="stable")
+    indptr = np.zeros(n + 2, dtype=np.int64)
+    np.cumsum(np.bincount(S, minlength=n + 1), out=indptr[1:])
+    graph = csr_matrix((reduced[o], D[o].astype(np.int32), indptr), shape=(n + 1, n + 1))
+    del o, reduced, S, D
     dist, pred = dijkstra(graph, directed=True, indices=n, return_predecessors=True)
+    del graph
     finish = (p + 1 - dist[:n]).astype(np.int64)   # earliest finish = longest path to v, incl. v
     sink = int(np.argmax(finish))
     span = int(finish[sink])
