@@ -303,3 +303,27 @@ def test_conversions(record):
     assert ig.is_dag()
     assert ig.vs[0]["type"] == g.nodes["type"].iat[0]
     assert nx.nodes[0]["duration"] == g.nodes["duration"].iat[0]
+
+
+def test_untied_tasks_take_the_migration_path_and_give_the_same_graph(tmp_path):
+    """Untied tasks may resume on another thread: the builder then orders rows by
+    global time instead of per thread. On the same events the graph is identical."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = tmp_path / "tied.parquet"
+    synth.generate(path, "random", 300, threads=3, seed=5)
+    source = pq.ParquetFile(path)
+    untied = tmp_path / "untied.parquet"
+    with pq.ParquetWriter(untied, source.schema_arrow) as writer:
+        for i in range(source.num_row_groups):          # keep one thread per row group
+            table = source.read_row_group(i)
+            kind = table["kind"].to_numpy().copy()
+            kind[table["event"].to_numpy() == S.TASK_CREATE] |= np.uint32(S.TASK_UNTIED)
+            table = table.set_column(table.schema.get_field_index("kind"),
+                                     pa.field("kind", pa.uint32(), nullable=False),
+                                     pa.array(kind, pa.uint32()))
+            writer.write_table(table.cast(source.schema_arrow))
+    a, b = build(load(path)), build(load(untied))
+    assert b.grains["flags"].to_numpy().astype(np.int64).__and__(S.TASK_UNTIED).all()
+    assert a.span == b.span and len(a.nodes) == len(b.nodes) and len(a.edges) == len(b.edges)
+    pd.testing.assert_series_equal(a.grains["work"], b.grains["work"])

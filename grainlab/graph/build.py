@@ -161,6 +161,9 @@ class _Builder:
         self._edges()
         self._join_weights()
         g = self._tables()
+        # drop the builder's scratch (rows, slots) before the critical path's own peak
+        self.rows = self.sl = self.c = None
+        self.row_owner = self.other_owner = None
         from .critical_path import annotate_critical_path
         annotate_critical_path(g)
         return g
@@ -258,7 +261,7 @@ class _Builder:
         ok[ok] = (own[lw[k[ok]]] == own[ch[ok]]) & (ev[lw[k[ok]]] == S.WORK_BEGIN)
         ch, loop_row = ch[ok], lw[k[ok]]
         seq = wb_seq.reindex(loop_row).to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
-        region = r.other[loop_row]
+        region = r.take("other", loop_row)
         o = np.lexsort((r.grank[ch], r.thread[ch], seq, region))
         self.ch_rows, self.ch_loop_row = ch[o], loop_row[o]
         self.ch_seq, self.ch_region = seq[o], region[o]
@@ -306,7 +309,7 @@ class _Builder:
             o = np.lexsort((r.grank[bsb], own[bsb]))
             kth = np.empty(len(bsb), dtype=np.int64)
             kth[o] = _cumcount(own[bsb][o])
-            codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([r.other[bsb], kth]))
+            codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([r.take("other", bsb), kth]))
             shared[barrier] = codes
             self.n_barriers = len(uniq)
         s.add(len(sb), owner=own[sb], row=r.grank[sb], type=JOIN,
@@ -319,8 +322,8 @@ class _Builder:
         imp_region = self.ctx["region"].to_numpy(np.uint64)[imp - T]
         imp = imp[np.lexsort((self.ctx["team_index"].to_numpy()[imp - T], imp_region))]
         imp_region = self.ctx["region"].to_numpy(np.uint64)[imp - T]
-        lo = np.searchsorted(imp_region, r.other[pb], side="left")
-        cnt = np.searchsorted(imp_region, r.other[pb], side="right") - lo
+        lo = np.searchsorted(imp_region, r.take("other", pb), side="left")
+        cnt = np.searchsorted(imp_region, r.take("other", pb), side="right") - lo
         rep = np.repeat(np.arange(len(pb)), cnt)
         sub = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
         s.add(len(rep), owner=own[pb][rep], row=r.grank[pb][rep], sub=sub, type=FORK,
@@ -554,7 +557,7 @@ class _Builder:
 
         # implicit tasks end at their region's region_end join
         pe = self.pe_rows
-        rj = _series(self._slot_node_at(pe, JOIN), self.rows.other[pe])
+        rj = _series(self._slot_node_at(pe, JOIN), self.rows.take("other", pe))
         imp = np.flatnonzero(self.is_implicit)
         self.ctx_waiter = np.full(self.E, -1, np.int64)
         self.ctx_waiter[imp] = rj.reindex(self.ctx["region"].to_numpy(np.uint64)[imp - T]).to_numpy(

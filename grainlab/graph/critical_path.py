@@ -52,12 +52,14 @@ def longest_path(nodes: pd.DataFrame, edges: pd.DataFrame):
     n = len(nodes)
     if n == 0:
         return np.empty(0, np.int64), 0, np.empty(0, np.int64), "empty"
-    w = nodes["duration"].to_numpy().astype(np.int64)
-    src = edges["src"].to_numpy().astype(np.int64)
-    dst = edges["dst"].to_numpy().astype(np.int64)
+    w = nodes["duration"].to_numpy().astype(np.int64, copy=False)
+    src = edges["src"].to_numpy().astype(np.int64, copy=False)
+    dst = edges["dst"].to_numpy().astype(np.int64, copy=False)
     order, rank, how = topological_order(nodes, src, dst)
+    del rank
     p = np.empty(n, dtype=np.int64)
     p[order] = np.cumsum(w[order]) + np.arange(n)
+    del order
     # super source s = n with p(s) = -1, linked to every node without predecessor
     indeg = np.bincount(dst, minlength=n)
     roots = np.flatnonzero(indeg == 0)

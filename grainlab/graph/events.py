@@ -29,13 +29,11 @@ class Rows:
     event: np.ndarray
     thread: np.ndarray
     time: np.ndarray
-    task: np.ndarray
-    other: np.ndarray
     kind: np.ndarray
     order: np.ndarray         # pos -> row of the trace's event table
     source: pd.DataFrame      # the trace's event table (for rarely needed columns)
     counters: dict            # name -> float64 cumulative value (ffilled per thread)
-    grank: np.ndarray         # global order key: == pos unless tasks migrate (untied)
+    grank: object             # global order key: pos itself unless tasks migrate (untied)
     owner_running: np.ndarray  # entity running after the row (-1: nobody)
     seg: np.ndarray           # int64 ns: the row's segment length credited to owner_running
     seg_end: np.ndarray       # int64 ns: end of that segment
@@ -47,6 +45,19 @@ class Rows:
         """Values of a rarely used column (cpu, value, count, flags, codeptr) at
         row positions, without permuting the whole column."""
         return self.source[column].to_numpy()[self.order[pos]]
+
+
+class _Identity:
+    """Stands for arange(n) without storing it: x[idx] is idx."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, idx):
+        return np.asarray(idx, dtype=np.int64)
 
 
 def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
@@ -78,13 +89,11 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
     ev = col("event")
     thread = col("thread")
     time = col("time").astype(np.int64)
-    task = col("task")
-    other = col("other")
     n = len(ev)
 
     # Who runs after each row.
-    task_owner = entity_of(task)
-    other_owner = entity_of(other)
+    task_owner = entity_of(col("task"))
+    other_owner = entity_of(col("other"))
     table = np.zeros(256, dtype=bool)
     table[list(_RUNS_TASK + (S.TASK_CREATE,))] = True
     decides = table[ev]
@@ -127,9 +136,9 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
         grank = np.empty(n, dtype=np.int64)
         grank[np.lexsort((np.arange(n), time))] = np.arange(n)
     else:
-        grank = np.arange(n, dtype=np.int64)
+        grank = _Identity(n)
 
-    rows = Rows(event=ev, thread=thread, time=time, task=task, other=other, kind=col("kind"),
+    rows = Rows(event=ev, thread=thread, time=time, kind=col("kind"),
                 order=order, source=events, counters=counters,
                 grank=grank, owner_running=owner_running, seg=seg, seg_end=seg_end)
     return rows, task_owner, other_owner
