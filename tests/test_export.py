@@ -86,8 +86,8 @@ def check_graphml(g, path):
         domain = "node" if el.tag == GML + "node" else "edge"
         if domain == "node":
             node_ids.add(el.get("id"))
-        else:
-            assert el.get("source") in node_ids or True  # checked below against nx
+        else:   # nodes are all written before the edges that use them
+            assert el.get("source") in node_ids and el.get("target") in node_ids, el.attrib
         for d in el.findall(GML + "data"):
             key = keys.get(d.get("key"))
             assert key is not None, f"data key {d.get('key')} not declared"
