@@ -327,3 +327,47 @@ def test_untied_tasks_take_the_migration_path_and_give_the_same_graph(tmp_path):
     assert b.grains["flags"].to_numpy().astype(np.int64).__and__(S.TASK_UNTIED).all()
     assert a.span == b.span and len(a.nodes) == len(b.nodes) and len(a.edges) == len(b.edges)
     pd.testing.assert_series_equal(a.grains["work"], b.grains["work"])
+
+
+def test_nested_taskgroups_wait_for_their_own_tasks(tmp_path):
+    """taskgroup A { create t1; taskgroup B { create t2 } create t3 }: t2 joins at
+    B's end, t1 and t3 at A's end (libomp reports a taskgroup's SYNC_BEGIN at its start)."""
+    b = TraceBuilder()
+    init, region, imp = task_id(0, 1), task_id(0, 2), task_id(0, 3)
+    t1, t2, t3 = task_id(0, 4), task_id(0, 5), task_id(0, 6)
+    rows = [
+        (0, S.THREAD_BEGIN, dict(kind=1)),
+        (10, S.IMPLICIT_BEGIN, dict(task=init, value=1, count=1, kind=S.TASK_INITIAL)),
+        (20, S.PARALLEL_BEGIN, dict(task=init, other=region, count=1, kind=0x80000002)),
+        (30, S.IMPLICIT_BEGIN, dict(task=imp, other=region, value=0, count=1, kind=S.TASK_IMPLICIT)),
+        (40, S.SYNC_BEGIN, dict(task=imp, other=region, kind=S.SYNC_TASKGROUP)),      # A
+        (50, S.TASK_CREATE, dict(task=t1, other=imp, kind=S.TASK_EXPLICIT)),
+        (60, S.SYNC_BEGIN, dict(task=imp, other=region, kind=S.SYNC_TASKGROUP)),      # B
+        (70, S.TASK_CREATE, dict(task=t2, other=imp, kind=S.TASK_EXPLICIT)),
+        (80, S.TASK_SCHEDULE, dict(task=t2, other=imp, kind=S.STATUS_SWITCH)),
+        (90, S.TASK_SCHEDULE, dict(task=imp, other=t2, kind=S.STATUS_COMPLETE)),
+        (100, S.SYNC_END, dict(task=imp, other=region, kind=S.SYNC_TASKGROUP)),       # B ends
+        (110, S.TASK_CREATE, dict(task=t3, other=imp, kind=S.TASK_EXPLICIT)),
+        (120, S.TASK_SCHEDULE, dict(task=t3, other=imp, kind=S.STATUS_SWITCH)),
+        (130, S.TASK_SCHEDULE, dict(task=imp, other=t3, kind=S.STATUS_COMPLETE)),
+        (140, S.TASK_SCHEDULE, dict(task=t1, other=imp, kind=S.STATUS_SWITCH)),
+        (150, S.TASK_SCHEDULE, dict(task=imp, other=t1, kind=S.STATUS_COMPLETE)),
+        (160, S.SYNC_END, dict(task=imp, other=region, kind=S.SYNC_TASKGROUP)),       # A ends
+        (170, S.SYNC_BEGIN, dict(task=imp, other=region, kind=9)),
+        (180, S.SYNC_END, dict(task=imp, other=region, kind=9)),
+        (190, S.IMPLICIT_END, dict(task=imp, value=0, count=1, kind=S.TASK_IMPLICIT)),
+        (200, S.PARALLEL_END, dict(task=init, other=region, kind=0x80000002)),
+        (210, S.IMPLICIT_END, dict(task=init, value=1, count=1, kind=S.TASK_INITIAL)),
+        (220, S.THREAD_END, {}),
+    ]
+    for t, ev, kw in rows:
+        b.add(0, ev, t, **kw)
+    g = build(load(b.write(tmp_path / "tg.parquet")))
+    join = g.grains.set_index("identity")["join"]
+    kinds = g.nodes["join_kind"].astype(str)
+    assert (kinds[join.to_numpy()] == "taskgroup").all()
+    assert join["0.p0.0"] == join["0.p0.2"] != join["0.p0.1"]
+    # B's join comes first in the implicit task's chain; it starts at t2's switch-in
+    assert g.nodes.at[join["0.p0.1"], "owner_seq"] < g.nodes.at[join["0.p0.0"], "owner_seq"]
+    assert g.nodes.at[join["0.p0.1"], "start"] == 80
+    assert g.nodes.at[join["0.p0.0"], "start"] == 120

@@ -694,12 +694,13 @@ class _Builder:
         base = np.maximum.accumulate(np.where(_group_starts(ev_owner), np.arange(len(o)), 0))
         level = level - level[base] + ev_step[base]  # open taskgroups after each event
         ends = np.flatnonzero(ev_step == -1)
+        levels = int(max(level.max(), 0)) + 3      # nesting depth bound (small)
         L = span + 1
-        ekey = (ev_owner[ends] * L + level[ends] + 1) * L + ev_row[ends]
+        ekey = (ev_owner[ends] * levels + np.clip(level[ends] + 1, 0, levels - 1)) * L + ev_row[ends]
         oe = np.argsort(ekey, kind="stable")
         ends, ekey = ends[oe], ekey[oe]
         forks = np.flatnonzero((ev_step == 0) & (level > 0))
-        q = (ev_owner[forks] * L + level[forks]) * L + ev_row[forks]
+        q = (ev_owner[forks] * levels + level[forks]) * L + ev_row[forks]
         i = np.searchsorted(ekey, q, side="right")
         ok = i < len(ekey)
         ok[ok] = ekey[i[ok]] // L == q[ok] // L
