@@ -207,7 +207,7 @@ def main(argv=None) -> int:
             need = prev_peak[1] * n / prev_peak[0] * 1.15
             avail = available_bytes()
             if avail and need > avail:
-                results[n] = {"error": f"skipped: needs ~{need / GIB:.1f} GiB by extrapolation, "
+                results[n] = {"skipped": True, "error": f"skipped: needs ~{need / GIB:.1f} GiB by extrapolation, "
                                        f"{avail / GIB:.1f} GiB available (--force runs it)"}
                 print(f"{fmt_size(n):>9} SKIPPED: {results[n]['error'][9:]}")
                 continue
@@ -272,7 +272,7 @@ def summary(results: dict[int, dict]) -> str:
             ok_all = False
             continue
         if "error" in res:
-            parts.append(f"{fmt_size(n)}: ERROR")
+            parts.append(f"{fmt_size(n)}: " + ("skipped (memory)" if res.get("skipped") else "ERROR"))
             ok_all = False
             continue
         t_ok = res["seconds"] <= max_s
