@@ -1,6 +1,7 @@
 """Where grainlab's native build artifacts live.
 
-The collector and its helpers are built by CMake into `<repo>/build/lib`
+The collector and its helpers (the converter grainlab-convert among them) are
+built by CMake into `<repo>/build/lib`
 (examples into `<repo>/build/examples`). GRAINLAB_BUILD_DIR moves the whole
 build; GRAINLAB_COLLECTOR points at a specific collector library.
 """
@@ -16,6 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 COLLECTOR = "libgraincollect.so"
 EMPTY_TOOL = "libgrainempty.so"
 WRITER = "libgrainwriter.so"
+CONVERTER = "grainlab-convert"
 
 
 def build_dir() -> Path:
@@ -58,3 +60,14 @@ def empty_tool_library() -> Path:
 def example(name: str) -> Path:
     """An example program built from examples/."""
     return _existing(examples_dir() / name, f"example program {name!r}")
+
+
+def converter() -> Path:
+    """grainlab-convert (spool -> Parquet): next to $GRAINLAB_COLLECTOR if that
+    names a collector with a converter beside it, else build/lib."""
+    env = os.environ.get("GRAINLAB_COLLECTOR")
+    if env:
+        beside = Path(env).parent / CONVERTER
+        if beside.is_file():
+            return beside.resolve()
+    return _existing(lib_dir() / CONVERTER, "trace converter " + CONVERTER)

@@ -26,8 +26,12 @@ PARQUET_MAGIC = b"PAR1"
 
 
 def load(path) -> "Trace":
-    """Read and validate the trace at `path`."""
+    """Read and validate the trace at `path`. If the collector is still writing
+    it (a locked `<path>.spool`), wait; if a killed run left only the spool,
+    convert it first (grainlab.spool)."""
     path = Path(path)
+    from .spool import ensure_trace
+    ensure_trace(path)
     parquet = _open_parquet(path)
     meta = _parse_metadata(path, parquet)
     _check_columns(path, parquet)

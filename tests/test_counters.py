@@ -33,7 +33,9 @@ def run_collected(build, program, *args, counters, out, threads=2):
                OMP_TOOL_LIBRARIES=str(build / "lib" / _paths.COLLECTOR),
                OMP_NUM_THREADS=str(threads),
                GRAINLAB_OUTPUT=str(out),
-               GRAINLAB_COUNTERS=counters)
+               GRAINLAB_COUNTERS=counters,
+               # the trace is read with pyarrow right after: wait for it
+               GRAINLAB_CONVERT="wait")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run([program, *map(str, args)], env=env, capture_output=True,
                             text=True, timeout=120)

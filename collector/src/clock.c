@@ -1,5 +1,4 @@
-/* clock.c — start the event clock and calibrate it at the end of the run. */
-#include <stdio.h>
+/* clock.c — start the event clock (calibrated by the converter, see clock.h). */
 #include "clock.h"
 
 uint64_t gl_clock_origin;
@@ -17,23 +16,7 @@ void gl_clock_start(void) {
   gl_clock_origin = gl_clock_raw();
 }
 
-void gl_clock_metadata_json(char *buf, size_t len) {
-#if defined(__x86_64__) || defined(__i386__)
-  /* Whole-run calibration: ticks elapsed / ns elapsed. Reading the TSC right
-   * after CLOCK_MONOTONIC keeps the pairing error to tens of ns, negligible
-   * against a run of milliseconds or more. */
-  uint64_t mono = read_ns(CLOCK_MONOTONIC);
-  uint64_t ticks = gl_clock_raw() - gl_clock_origin;
-  double elapsed_ns = (double)(mono - start_mono_ns);
-  double hz = elapsed_ns > 0 ? (double)ticks * 1e9 / elapsed_ns : 0.0;
-  const char *source = "tsc";
-#else
-  double hz = 1e9;
-  const char *source = "monotonic";
-#endif
-  snprintf(buf, len,
-           "{\"source\": \"%s\", \"hz\": %.1f, \"start_monotonic_ns\": %llu, "
-           "\"start_realtime_ns\": %llu}",
-           source, hz, (unsigned long long)start_mono_ns,
-           (unsigned long long)start_real_ns);
+void gl_clock_start_pair(uint64_t *monotonic_ns, uint64_t *realtime_ns) {
+  *monotonic_ns = start_mono_ns;
+  *realtime_ns = start_real_ns;
 }

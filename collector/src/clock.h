@@ -1,6 +1,8 @@
 /* clock.h — the event timestamp: TSC ticks since the collector started (x86),
- * or CLOCK_MONOTONIC ns on other machines. The tick rate is measured once, at
- * close, against CLOCK_MONOTONIC over the whole run (metadata grainlab.clock). */
+ * or CLOCK_MONOTONIC ns on other machines. The tick rate is measured by the
+ * converter against CLOCK_MONOTONIC over the whole run, from the start pair
+ * in the spool header and the (tsc, monotonic) pair of the last block or the
+ * trailer (metadata grainlab.clock). */
 #ifndef GRAINLAB_CLOCK_H
 #define GRAINLAB_CLOCK_H
 #include <stdint.h>
@@ -26,6 +28,6 @@ static inline uint64_t gl_clock_now(void) {
 }
 
 void gl_clock_start(void);
-/* JSON object for grainlab.clock, measured from start to now. Writes into buf. */
-void gl_clock_metadata_json(char *buf, size_t len);
+/* CLOCK_MONOTONIC and CLOCK_REALTIME ns read when the clock started (tsc 0). */
+void gl_clock_start_pair(uint64_t *monotonic_ns, uint64_t *realtime_ns);
 #endif

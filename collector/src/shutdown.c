@@ -1,14 +1,20 @@
-/* shutdown.c — close the trace once, whichever way the run ends.
+/* shutdown.c — end the trace once, whichever way the run ends.
  *
  *  - OMPT finalize (normal end): complete=true, end_reason=finalize.
  *  - exit() called where libomp will not finalize (from inside a parallel
- *    region, or from a non-initial thread): closed by the atexit hook. A plain
+ *    region, or from a non-initial thread): ended by the atexit hook. A plain
  *    return from main also runs atexit hooks *before* libomp finalizes, so the
  *    hook leaves that case alone; the library destructor is the last resort.
  *  - SIGINT SIGTERM SIGHUP SIGSEGV SIGBUS SIGFPE SIGILL SIGABRT: the handler
- *    writes what it can reach, closes with complete=false, chains to the
- *    handler that was installed before ours, then restores the default
- *    disposition and re-raises so the process ends as it would have. */
+ *    appends what it can reach and a trailer with complete=false, starts the
+ *    converter, chains to the handler that was installed before ours, then
+ *    restores the default disposition and re-raises so the process ends as it
+ *    would have.
+ *
+ * Ending = append every thread's buffer to the spool, append the trailer,
+ * start grainlab-convert (spool.c). All of it is async-signal-safe: the
+ * signal path differs only in reusing the start-up load map (the dynamic
+ * loader's lock may be held) and printing fixed strings. */
 
 #include <pthread.h>
 #include <signal.h>
@@ -22,91 +28,104 @@
 #include "flush.h"
 #include "meta.h"
 #include "shutdown.h"
+#include "spool.h"
 #include "thread_state.h"
-
-#define GL_COLLECTOR_VERSION "0.1.0"
 
 extern int gl_quiet;
 gl_run_info gl_run;
 
-static int finish_started, finish_done;
+static int finish_started, finish_done, buffers_done;
+
+int gl_finish_is_done(void) { return __atomic_load_n(&buffers_done, __ATOMIC_ACQUIRE); }
+
+/* Threads in the middle of appending a block finish it first (bounded: a
+ * block is a few MiB into the page cache). Ours cannot be one of them: the
+ * signals we handle are blocked during a flush (flush.c). */
+static void wait_for_flushes(void) {
+  struct timespec pause = {0, 1000000};
+  uint32_t n = gl_thread_count();
+  for (uint32_t i = 0; i < n; i++) {
+    gl_thread *t = gl_thread_get(i);
+    for (int k = 0; t && k < 2000 && gl_flush_busy(t); k++) nanosleep(&pause, 0);
+  }
+}
 
 static void write_all_buffers(void) {
   uint32_t n = gl_thread_count();
   for (uint32_t i = 0; i < n; i++) {
     gl_thread *t = gl_thread_get(i);
-    if (!t) continue;
+    if (!t || gl_flush_busy(t)) continue; /* stuck in a flush: its block is on its way */
     uint32_t pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
-    gl_write_rows_locked(t->index, t->events, t->counters, pos);
+    gl_spool_append_block(t->index, t->events, t->counters, pos);
     __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
   }
 }
 
+/* One line about the trace (not from a signal handler). */
+static void report(int complete, const char *end_reason, int rc, double seconds) {
+  const char *out = gl_run.output_path;
+  enum gl_convert_mode mode = gl_spool_convert_mode();
+  if (rc != 0) {
+    if (mode == GL_CONVERT_WAIT)
+      fprintf(stderr, "grainlab: converting %s failed; the run is kept in %s\n", out,
+              gl_spool_path());
+    return;
+  }
+  if (gl_quiet) return;
+  unsigned long long events = (unsigned long long)gl_spool_events();
+  const char *how = complete ? "complete" : end_reason;
+  if (mode == GL_CONVERT_WAIT)
+    fprintf(stderr, "grainlab: trace written to %s (%s; %llu events, converted in %.2f s)\n",
+            out, how, events, seconds);
+  else if (mode == GL_CONVERT_NO)
+    fprintf(stderr, "grainlab: run spooled to %s (%s; %llu events); `grainlab convert` "
+                    "writes the trace\n", gl_spool_path(), how, events);
+  else
+    fprintf(stderr, "grainlab: writing trace %s in the background (%s; %llu events)\n", out,
+            how, events);
+}
+
 void gl_finish(int complete, const char *end_reason, int from_signal) {
   /* A child made by fork() inherits our hooks and state; the trace is its
-   * parent's, and the child's own end must not overwrite it. */
+   * parent's, and the child's own end must not touch it. */
   if (getpid() != gl_run.pid) {
-    gl_recording = 0;
+    __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST);
     return;
   }
   if (__atomic_exchange_n(&finish_started, 1, __ATOMIC_ACQ_REL)) return;
-  gl_recording = 0; /* callbacks from here on record nothing */
-  if (from_signal) {
-    /* The lock's holder may be the very thread this signal interrupted. */
-    if (!gl_writer_trylock(500)) {
-      fprintf(stderr, "grainlab: %s: writer busy, trace left without footer\n",
-              gl_run.output_path);
-      __atomic_store_n(&finish_done, 1, __ATOMIC_RELEASE);
-      return;
-    }
-  } else {
-    gl_writer_lock();
-  }
+  __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST); /* callbacks record nothing more */
+  wait_for_flushes();
   write_all_buffers();
 
-  char clock_json[256], pid[32], threads[32], buffer[32], flushes[32], dropped[32];
-  gl_clock_metadata_json(clock_json, sizeof clock_json);
-  snprintf(pid, sizeof pid, "%d", (int)getpid());
-  snprintf(threads, sizeof threads, "%u", gl_thread_count());
-  snprintf(buffer, sizeof buffer, "%u", gl_buffer_events);
-  snprintf(flushes, sizeof flushes, "%llu", (unsigned long long)gl_flush_count());
-  snprintf(dropped, sizeof dropped, "%llu", (unsigned long long)gl_dropped_count());
+  char threads[24], dropped[24];
+  gl_utoa(gl_thread_count(), threads, sizeof threads);
+  gl_utoa(gl_spool_dropped(), dropped, sizeof dropped);
   /* The load map can change after start-up (dlopen); recompute it unless in a
-   * signal handler, where the dynamic loader's lock may be held. */
+   * signal handler, where the dynamic loader's lock may be held: the
+   * converter then keeps the start-up map from the spool header. */
   char *loadmap = from_signal ? 0 : gl_meta_loadmap_json();
-  const char *keys[] = {
-      "grainlab.schema_version", "grainlab.complete", "grainlab.end_reason",
-      "grainlab.command",        "grainlab.pid",      "grainlab.threads",
-      "grainlab.clock",          "grainlab.counters", "grainlab.runtime",
-      "grainlab.topology",       "grainlab.loadmap",  "grainlab.buffer_events",
-      "grainlab.flushes",        "grainlab.dropped_events", "grainlab.collector",
-  };
-  const char *values[] = {
-      "1",
-      complete ? "true" : "false",
-      end_reason,
-      gl_run.command_json ? gl_run.command_json : "[]",
-      pid,
-      threads,
-      clock_json,
-      gl_counters_metadata_json(),
-      gl_run.runtime_json,
-      gl_run.topology_json ? gl_run.topology_json : "{}",
-      loadmap ? loadmap : (gl_run.loadmap_json ? gl_run.loadmap_json : "[]"),
-      buffer,
-      flushes,
-      dropped,
-      GL_COLLECTOR_VERSION,
-  };
-  _Static_assert(sizeof keys / sizeof keys[0] == sizeof values / sizeof values[0],
-                 "metadata keys and values");
-  int rc = gl_close_locked(sizeof keys / sizeof keys[0], keys, values);
-  gl_writer_unlock();
-  if (rc == 0 && !gl_quiet)
-    fprintf(stderr, "grainlab: trace written to %s (%s)\n", gl_run.output_path,
-            complete ? "complete" : end_reason);
+  const char *keys[] = {"grainlab.complete", "grainlab.end_reason", "grainlab.threads",
+                        "grainlab.dropped_events", "grainlab.loadmap"};
+  const char *values[] = {complete ? "true" : "false", end_reason, threads, dropped,
+                          loadmap};
+  size_t nkv = sizeof keys / sizeof keys[0] - (loadmap ? 0 : 1);
+  if (gl_spool_write_trailer(nkv, keys, values) != 0 && !from_signal)
+    fprintf(stderr, "grainlab: cannot finish %s: its end record was not written\n",
+            gl_spool_path());
   free(loadmap);
-  if (!from_signal) gl_counters_shutdown();
+  __atomic_store_n(&buffers_done, 1, __ATOMIC_RELEASE);
+  /* The converter inherits our stderr: say our line before it may speak. */
+  double seconds = 0;
+  int rc;
+  if (from_signal) {
+    rc = gl_spool_start_converter(1, &seconds);
+  } else {
+    if (gl_spool_convert_mode() != GL_CONVERT_WAIT && !gl_quiet) report(complete, end_reason, 0, 0);
+    rc = gl_spool_start_converter(0, &seconds);
+    if (gl_spool_convert_mode() == GL_CONVERT_WAIT || rc != 0)
+      report(complete, end_reason, rc, seconds);
+    gl_counters_shutdown();
+  }
   __atomic_store_n(&finish_done, 1, __ATOMIC_RELEASE);
 }
 
@@ -118,9 +137,12 @@ static struct sigaction previous[sizeof caught / sizeof caught[0]];
 
 static void on_signal(int sig, siginfo_t *info, void *uctx) {
   if (getpid() == gl_run.pid && !__atomic_load_n(&finish_started, __ATOMIC_ACQUIRE)) {
-    char reason[48];
-    const char *abbrev = sigabbrev_np(sig);
-    snprintf(reason, sizeof reason, "signal:SIG%s", abbrev ? abbrev : "UNKNOWN");
+    char reason[48] = "signal:SIG";
+    const char *abbrev = sigabbrev_np(sig); /* a table look-up */
+    size_t n = strlen(reason);
+    for (const char *c = abbrev ? abbrev : "UNKNOWN"; *c && n + 1 < sizeof reason; c++)
+      reason[n++] = *c;
+    reason[n] = '\0';
     gl_finish(0, reason, 1);
   }
   /* Another thread may be closing the trace (two threads crashing, or a
@@ -156,12 +178,15 @@ static void on_exit_hook(void) {
 __attribute__((destructor)) static void on_unload(void) {
   /* libomp finalizes before this library is unloaded; if it never did
    * (e.g. exit() while libomp skipped finalize), close now. */
-  if (gl_recording) gl_finish(0, "exit", 0);
+  if (__atomic_load_n(&gl_recording, __ATOMIC_SEQ_CST)) gl_finish(0, "exit", 0);
 }
 
-/* The child of fork() records nothing: its buffers and the open file are
- * copies of the parent's, and writing them would corrupt the parent's trace. */
-static void on_fork_child(void) { gl_recording = 0; }
+/* The child of fork() records nothing: its buffers are copies of the
+ * parent's, and it must not hold the parent's spool lock. */
+static void on_fork_child(void) {
+  __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST);
+  gl_spool_forget_in_child();
+}
 
 void gl_install_shutdown_hooks(void) {
   pthread_atfork(0, 0, on_fork_child);

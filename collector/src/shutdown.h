@@ -13,10 +13,12 @@ typedef struct gl_run_info {
 } gl_run_info;
 extern gl_run_info gl_run;
 
-/* Flush every thread's buffer and close the file with all metadata. Runs
- * once; later calls return at once. from_signal: take the writer lock only
- * with a bounded wait and reuse the start-up load map. */
+/* Append every thread's buffer and the trailer to the spool, then start the
+ * converter. Runs once; later calls return at once. from_signal: only
+ * async-signal-safe work (the start-up load map stands). */
 void gl_finish(int complete, const char *end_reason, int from_signal);
+/* gl_finish has done its work (buffers and trailer written). */
+int gl_finish_is_done(void);
 
 /* Install the signal handlers (chaining to previous ones) and the exit hooks. */
 void gl_install_shutdown_hooks(void);

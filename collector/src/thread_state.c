@@ -9,7 +9,7 @@
 
 int gl_ncounters;
 uint32_t gl_buffer_events = 65536;
-volatile int gl_recording;
+int gl_recording;
 
 __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
 
@@ -18,7 +18,8 @@ static uint32_t nthreads; /* slots handed out (may exceed GL_MAX_THREADS) */
 
 /* A stack overflow (deep task recursion) raises SIGSEGV on a thread with no
  * stack left: the trace can only be saved if the handler runs on a stack of
- * its own. Writing goes through Arrow and zstd, hence a generous size. Threads
+ * its own. The handler only appends raw buffers (writev) and starts the
+ * converter, but chained application handlers may need more: a generous size. Threads
  * that already have an alternate stack (the application's) keep it. */
 #define GL_SIGNAL_STACK (512 * 1024)
 static void give_signal_stack(void) {

@@ -1,7 +1,7 @@
 /* thread_state.h — per-thread event buffers and the hot-path recording
  * primitive. Each OpenMP thread owns one gl_thread: a fixed array of events
  * (plus a parallel array of counter values), written without locks. A full
- * buffer is flushed by its own thread (flush.c). All thread states are kept
+ * buffer is appended to the spool by its own thread (flush.c). All thread states are kept
  * in a registry so the end of the run (finalize, exit, signal) reaches them. */
 #ifndef GRAINLAB_THREAD_STATE_H
 #define GRAINLAB_THREAD_STATE_H
@@ -38,6 +38,7 @@ typedef struct gl_thread {
   uint32_t pos;            /* events recorded in the current buffer */
   uint32_t cap;
   uint32_t index;          /* collector thread index (column `thread`) */
+  int flushing;            /* inside gl_flush_full (flush.h) */
   uint64_t next_id;        /* per-thread object counter for ids */
   int nimplicit;
   gl_implicit implicit[GL_NEST];
@@ -49,7 +50,7 @@ typedef struct gl_thread {
 /* Configuration and run state, set once in ompt_start_tool. */
 extern int gl_ncounters;
 extern uint32_t gl_buffer_events;
-extern volatile int gl_recording; /* 0 once the trace is being closed */
+extern int gl_recording; /* 0 once the trace is being closed (atomic accesses) */
 
 gl_thread *gl_thread_create(void); /* allocates; never on the per-event path */
 gl_thread *gl_thread_get(uint32_t index);
@@ -60,7 +61,7 @@ extern __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec"))
 
 /* The calling thread's state, created on first use; NULL when not recording. */
 static inline gl_thread *gl_self(void) {
-  if (__builtin_expect(!gl_recording, 0)) return 0;
+  if (__builtin_expect(!__atomic_load_n(&gl_recording, __ATOMIC_RELAXED), 0)) return 0;
   gl_thread *t = gl_self_tls;
   if (__builtin_expect(t == 0, 0)) t = gl_thread_create();
   return t;

@@ -1,9 +1,10 @@
 /* tool.c — the OMPT entry points of libgraincollect.so.
  *
  * ompt_start_tool reads the configuration and checks, before the application
- * runs, everything that could make the trace fail (output path, buffer size,
- * counter names). Any problem prints one line on stderr and returns NULL:
- * libomp then runs the application untraced. */
+ * runs, everything that could make the trace fail (buffer size, counter
+ * names, output path: the spool is created there). Any problem prints one
+ * line on stderr and returns NULL: libomp then runs the application untraced.
+ * on_initialize writes the spool header and registers the callbacks. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +17,9 @@
 #include "callbacks.h"
 #include "clock.h"
 #include "counters.h"
-#include "flush.h"
 #include "meta.h"
 #include "shutdown.h"
+#include "spool.h"
 #include "thread_state.h"
 
 int gl_quiet;
@@ -43,6 +44,27 @@ static void json_escape(char *out, size_t len, const char *in) {
   out[j] = 0;
 }
 
+#define GL_COLLECTOR_VERSION "0.2.0"
+
+/* The spool's header: the run context known at start-up. The trailer
+ * (shutdown.c) adds what is known only at the end. */
+static int write_spool_header(void) {
+  char pid[24], buffer[24];
+  gl_utoa((uint64_t)gl_run.pid, pid, sizeof pid);
+  gl_utoa(gl_buffer_events, buffer, sizeof buffer);
+  const char *keys[] = {"grainlab.schema_version", "grainlab.command", "grainlab.pid",
+                        "grainlab.counters",       "grainlab.runtime", "grainlab.topology",
+                        "grainlab.loadmap",        "grainlab.buffer_events",
+                        "grainlab.collector"};
+  const char *values[] = {"1", gl_run.command_json, pid, gl_counters_metadata_json(),
+                          gl_run.runtime_json, gl_run.topology_json, gl_run.loadmap_json,
+                          buffer, GL_COLLECTOR_VERSION};
+  _Static_assert(sizeof keys / sizeof keys[0] == sizeof values / sizeof values[0],
+                 "header keys and values");
+  return gl_spool_write_header(gl_ncounters, gl_counters_names(), sizeof keys / sizeof keys[0],
+                               keys, values) == 0;
+}
+
 static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
                          ompt_data_t *tool_data) {
   (void)initial_device_num;
@@ -54,8 +76,6 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
   gl_run.command_json = gl_meta_command_json();
   gl_run.topology_json = gl_meta_topology_json();
   gl_run.loadmap_json = gl_meta_loadmap_json();
-  gl_install_shutdown_hooks();
-  gl_recording = 1;
   char callbacks[1024], name[512];
   int chunks = gl_register_callbacks(set, callbacks, sizeof callbacks);
   json_escape(name, sizeof name, runtime_name);
@@ -63,6 +83,9 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
            "{\"name\": \"%s\", \"ompt_version\": %u, \"callbacks\": %s, "
            "\"chunks_reported\": %s}",
            name, runtime_ompt_version, callbacks, chunks ? "true" : "false");
+  if (!write_spool_header()) return 0; /* one line printed; run untraced */
+  gl_install_shutdown_hooks();
+  __atomic_store_n(&gl_recording, 1, __ATOMIC_SEQ_CST);
   return 1;
 }
 
@@ -111,24 +134,13 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
     fprintf(stderr, "grainlab: cannot write trace to %s: path too long\n", out);
     return 0;
   }
-  /* Fail fast: create the file now rather than lose the run at the first flush. */
-  int fd = open(gl_run.output_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "grainlab: cannot write trace to %s: %s\n", gl_run.output_path,
-            strerror(errno));
-    return 0;
-  }
-  close(fd);
   if (!parse_buffer_events()) return 0;
   int n = gl_counters_init(getenv("GRAINLAB_COUNTERS"));
   if (n < 0) return 0; /* gl_counters_init printed the one-line reason */
   gl_ncounters = n;
-  gl_flush_configure(gl_run.output_path, gl_counters_names());
-  /* Arrow's default (mimalloc/jemalloc) pool fails to initialise when the
-   * writer is first used on a libomp worker thread ("cannot create default
-   * memory pool", then abort). The plain malloc pool works everywhere; set it
-   * now, while the process is single-threaded, unless the user chose one. */
-  setenv("ARROW_DEFAULT_MEMORY_POOL", "system", 0);
+  /* Fail fast: create (and lock) the spool now rather than lose the run at
+   * the first flush. This also removes a stale trace at the output path. */
+  if (!gl_spool_open(gl_run.output_path)) return 0;
   snprintf(runtime_name, sizeof runtime_name, "%s", runtime_version ? runtime_version : "");
   runtime_ompt_version = omp_version;
   return &result;

@@ -5,6 +5,11 @@ trace came out. Everything that can be checked before the run is (output
 path, program, OpenMP runtime, counter names), so mistakes cost one line, not
 a wasted run. stdin/stdout/stderr go straight to the program; the exit code is
 the program's (128+N if it died of signal N).
+
+The collector spools raw events to TRACE.spool and converts them to Parquet
+after the program ends (docs/trace-format.md, "The spool"); record returns
+once the trace is ready, converting the spool itself if the program was
+killed before it could.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from pathlib import Path
 from .. import _paths, program
 from .. import schema as S
 from ..errors import GrainlabError, RecordError, TraceError, UsageError
+from ..spool import is_locked, spool_of
 from ..trace import load
 
 HELP = "run an OpenMP program with the collector and write a trace"
@@ -169,12 +175,17 @@ def check_counters(spec: str | None) -> str | None:
 
 
 def _remove_stale(output: Path) -> None:
-    try:
-        output.unlink()
-    except FileNotFoundError:
-        pass
-    except OSError as e:
-        raise RecordError(f"cannot replace {output}: {e.strerror}") from None
+    # A spool nobody holds is a killed run's leftover; a locked one is the
+    # previous run's conversion, which the collector waits for.
+    spool = spool_of(output)
+    stale = [output] + ([spool] if is_locked(spool) is False else [])
+    for path in stale:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise RecordError(f"cannot replace {path}: {e.strerror}") from None
 
 
 def _use_libomp_for_libgomp(env) -> callable:
@@ -251,7 +262,9 @@ def _exit_code(returncode: int) -> int:
 def report(output: Path, name: str, code: int, quiet: bool) -> int:
     """Say what the run left behind, in one line on stderr."""
     failed = code if code != 0 else 2
-    if not output.exists() or output.stat().st_size == 0:
+    # The collector spools the run and converts it after the program exits:
+    # load() waits for that (or converts what a killed run left behind).
+    if not spool_of(output).exists() and (not output.exists() or output.stat().st_size == 0):
         print(f"grainlab: no trace written to {output}: the OpenMP runtime did not "
               f"load the collector ({name} exited with {code}; is it linked with "
               "LLVM libomp, and does OMP_TOOL_LIBRARIES reach it?)", file=sys.stderr)

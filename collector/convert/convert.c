@@ -1,0 +1,352 @@
+/* grainlab-convert — turn a spool (grainlab_spool.h) into the Parquet trace
+ * of docs/trace-format.md.
+ *
+ *   grainlab-convert [--fd N] SPOOL OUT
+ *
+ * The collector starts it at the end of a run with --fd: the spool's
+ * descriptor, inherited with its flock still held, so readers see the spool
+ * locked from the run's start until the trace is ready. Run by hand (or by
+ * grainlab.trace.load on a spool left by a killed run), it takes the lock
+ * itself, waiting while another process holds it.
+ *
+ * Streams block by block (memory: one block), one Parquet row group per
+ * block, through the writer shim (libgrainwriter.so). The file metadata is
+ * the header's key/value pairs overridden by the trailer's, plus what only
+ * the whole spool tells: the clock rate (from the (tsc, monotonic) pairs),
+ * the row group count and, when the run ended without a trailer (SIGKILL),
+ * complete=false. A truncated last block is not written: its events are
+ * counted in grainlab.lost_events (and grainlab.dropped_events).
+ *
+ * Writes OUT.tmp, renames it to OUT, removes the spool; exit 0. On an error:
+ * one line on stderr, exit 1, the spool kept (OUT.tmp removed). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "grainlab_event.h"
+#include "grainlab_spool.h"
+
+/* The writer shim, linked directly. */
+gl_writer *gl_writer_open(const char *path, int ncounters, const char *const *counter_names,
+                          char *err, size_t errlen);
+int gl_writer_write(gl_writer *w, uint32_t thread, const gl_event_t *events,
+                    const int64_t *counters, size_t n, char *err, size_t errlen);
+int gl_writer_close(gl_writer *w, size_t nkv, const char *const *keys,
+                    const char *const *values, char *err, size_t errlen);
+
+#define MAX_BLOCK_EVENTS ((1u << 26) + 1) /* GRAINLAB_BUFFER_EVENTS max + FLUSH_BEGIN */
+#define MAX_KV_BYTES (256u << 20)
+#define MAX_KV 256
+
+static const char *spool_path, *out_path;
+static char tmp_path[4096 + 8];
+static gl_writer *writer;
+
+static void die(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "grainlab: cannot convert %s: %s\n", spool_path, msg);
+  if (writer) {
+    char err[256];
+    gl_writer_close(writer, 0, 0, 0, err, sizeof err);
+  }
+  if (tmp_path[0]) unlink(tmp_path);
+  exit(1);
+}
+
+/* ------------------------------------------------------------ metadata */
+
+typedef struct kvlist {
+  size_t n;
+  char *key[MAX_KV], *value[MAX_KV];
+} kvlist;
+
+static void kv_set(kvlist *l, const char *key, const char *value) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->key[i], key) == 0) {
+      free(l->value[i]);
+      l->value[i] = strdup(value);
+      return;
+    }
+  if (l->n == MAX_KV) die("more than %d metadata entries", MAX_KV);
+  l->key[l->n] = strdup(key);
+  l->value[l->n++] = strdup(value);
+}
+
+static const char *kv_get(const kvlist *l, const char *key) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->key[i], key) == 0) return l->value[i];
+  return 0;
+}
+
+/* Parse `nkv` records from buf[0..len). Returns 0, or -1 if they overrun. */
+static int kv_parse(const char *buf, size_t len, uint32_t nkv, kvlist *out) {
+  size_t off = 0;
+  for (uint32_t i = 0; i < nkv; i++) {
+    uint32_t lens[2];
+    if (len - off < sizeof lens) return -1;
+    memcpy(lens, buf + off, sizeof lens);
+    off += sizeof lens;
+    if (lens[0] > len - off || lens[1] > len - off - lens[0]) return -1;
+    char *k = strndup(buf + off, lens[0]);
+    char *v = strndup(buf + off + lens[0], lens[1]);
+    off += (size_t)lens[0] + lens[1];
+    kv_set(out, k, v);
+    free(k);
+    free(v);
+  }
+  return off == len ? 0 : -1;
+}
+
+/* ------------------------------------------------------------ reading */
+
+static int rfd;
+static uint64_t file_size;
+
+/* Read exactly len bytes at off; returns bytes read (short only at EOF). */
+static size_t read_at(void *buf, size_t len, uint64_t off) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t r = pread(rfd, (char *)buf + got, len - got, (off_t)(off + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) die("reading: %s", strerror(errno));
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  return got;
+}
+
+/* The descriptor that carries the lock: inherited (--fd) or taken here. */
+static int lock_spool(long inherited) {
+  struct stat by_path, by_fd;
+  if (stat(spool_path, &by_path) != 0) die("%s", strerror(errno));
+  if (inherited >= 0 && fstat((int)inherited, &by_fd) == 0 &&
+      by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino)
+    return (int)inherited; /* the collector's, lock held */
+  int fd = open(spool_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) die("%s", strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) die("cannot lock: %s", strerror(errno));
+    fprintf(stderr, "grainlab: waiting for the collector to finish writing %s\n", spool_path);
+    if (flock(fd, LOCK_EX) != 0) die("cannot lock: %s", strerror(errno));
+  }
+  if (fstat(fd, &by_fd) == 0 && by_fd.st_nlink == 0) {
+    /* Another converter finished it while we waited. */
+    if (access(out_path, F_OK) == 0) exit(0);
+    die("the spool was removed without a trace being written");
+  }
+  return fd;
+}
+
+static void format_clock(char *buf, size_t len, const gl_spool_header *h, uint64_t tsc,
+                         uint64_t mono, int *calibrated) {
+  double hz = 1e9;
+  *calibrated = 1;
+  if (h->clock_source == GL_SPOOL_CLOCK_TSC) {
+    if (mono > h->start_monotonic_ns && tsc > 0)
+      hz = (double)tsc * 1e9 / (double)(mono - h->start_monotonic_ns);
+    else
+      *calibrated = 0; /* no clock pair after the start: no events either */
+  }
+  snprintf(buf, len,
+           "{\"source\": \"%s\", \"hz\": %.1f, \"start_monotonic_ns\": %" PRIu64
+           ", \"start_realtime_ns\": %" PRIu64 "}",
+           h->clock_source == GL_SPOOL_CLOCK_TSC ? "tsc" : "monotonic", hz,
+           h->start_monotonic_ns, h->start_realtime_ns);
+}
+
+int main(int argc, char **argv) {
+  long inherited = -1;
+  int a = 1;
+  if (a + 1 < argc && strcmp(argv[a], "--fd") == 0) {
+    inherited = strtol(argv[a + 1], 0, 10);
+    a += 2;
+  }
+  if (argc - a != 2) {
+    fprintf(stderr, "usage: grainlab-convert [--fd N] SPOOL OUT\n");
+    return 2;
+  }
+  spool_path = argv[a];
+  out_path = argv[a + 1];
+  int lock_fd = lock_spool(inherited);
+  rfd = open(spool_path, O_RDONLY | O_CLOEXEC);
+  if (rfd < 0) die("%s", strerror(errno));
+  struct stat st;
+  if (fstat(rfd, &st) != 0) die("%s", strerror(errno));
+  file_size = (uint64_t)st.st_size;
+
+  /* Header. */
+  gl_spool_header h;
+  if (read_at(&h, sizeof h, 0) < sizeof h || memcmp(h.magic, GL_SPOOL_MAGIC, 8) != 0)
+    die(file_size == 0 ? "empty file (the run ended before the collector started)"
+                       : "not a grainlab spool (no spool header)");
+  if (h.version != GL_SPOOL_VERSION) die("spool format version %u, expected %u", h.version,
+                                        GL_SPOOL_VERSION);
+  if (h.event_bytes != sizeof(gl_event_t))
+    die("events of %u bytes, this converter reads %zu", h.event_bytes, sizeof(gl_event_t));
+  if (h.ncounters > GL_MAX_COUNTERS) die("%u counters (at most %d)", h.ncounters,
+                                        GL_MAX_COUNTERS);
+  if (h.header_bytes < sizeof h || h.header_bytes > file_size ||
+      h.header_bytes - sizeof h > MAX_KV_BYTES)
+    die("truncated header");
+  kvlist meta = {0};
+  size_t kvlen = h.header_bytes - sizeof h;
+  char *kvbuf = malloc(kvlen ? kvlen : 1);
+  if (!kvbuf) die("out of memory");
+  if (read_at(kvbuf, kvlen, sizeof h) < kvlen || kv_parse(kvbuf, kvlen, h.nkv, &meta) != 0)
+    die("corrupt header metadata");
+  free(kvbuf);
+
+  /* Counter names: '\n'-separated. */
+  const char *names_text = kv_get(&meta, "grainlab.spool.counter_names");
+  char *names_copy = strdup(names_text ? names_text : "");
+  const char *names[GL_MAX_COUNTERS];
+  uint32_t nnames = 0;
+  for (char *save = 0, *tok = strtok_r(names_copy, "\n", &save); tok && nnames < GL_MAX_COUNTERS;
+       tok = strtok_r(0, "\n", &save))
+    names[nnames++] = tok;
+  if (nnames != h.ncounters) die("header names %u counters but declares %u", nnames,
+                                h.ncounters);
+
+  snprintf(tmp_path, sizeof tmp_path, "%s.tmp", out_path);
+  char err[1024] = "";
+  writer = gl_writer_open(tmp_path, (int)h.ncounters, names, err, sizeof err);
+  if (!writer) {
+    tmp_path[0] = 0;
+    die("%s", err);
+  }
+
+  /* Blocks, and the trailer wherever it is. */
+  size_t row_bytes = sizeof(gl_event_t) + h.ncounters * sizeof(int64_t);
+  char *buf = 0;
+  size_t buf_cap = 0;
+  uint64_t off = h.header_bytes, rows = 0, groups = 0, lost = 0;
+  uint64_t last_tsc = 0, last_mono = 0;
+  static unsigned char seen[65536];
+  uint32_t threads_seen = 0;
+  int have_trailer = 0;
+  const char *damage = 0;
+  kvlist trailer = {0};
+  while (off < file_size) {
+    gl_spool_block b;
+    if (read_at(&b, sizeof b, off) < sizeof b) {
+      damage = "the spool ends inside a block header";
+      break;
+    }
+    if (b.magic == GL_SPOOL_TRAILER_MAGIC) {
+      gl_spool_trailer t;
+      memcpy(&t, &b, sizeof t);
+      if (t.kv_bytes > MAX_KV_BYTES || off + sizeof t + t.kv_bytes > file_size) {
+        damage = "the spool ends inside the trailer";
+        break;
+      }
+      char *tb = malloc(t.kv_bytes ? t.kv_bytes : 1);
+      if (!tb) die("out of memory");
+      if (read_at(tb, t.kv_bytes, off + sizeof t) < t.kv_bytes ||
+          kv_parse(tb, t.kv_bytes, t.nkv, &trailer) != 0) {
+        free(tb);
+        damage = "corrupt trailer";
+        break;
+      }
+      free(tb);
+      have_trailer = 1;
+      if (t.monotonic_ns > last_mono) last_tsc = t.tsc, last_mono = t.monotonic_ns;
+      off += sizeof t + t.kv_bytes;
+      continue;
+    }
+    if (b.magic != GL_SPOOL_BLOCK_MAGIC || b.ncounters != h.ncounters ||
+        b.nevents > MAX_BLOCK_EVENTS || b.thread > 65535) {
+      damage = "unreadable data where a block should start";
+      break;
+    }
+    size_t need = (size_t)b.nevents * row_bytes;
+    if (off + sizeof b + need > file_size) {
+      lost += b.nevents;
+      damage = "the last block is cut short";
+      break;
+    }
+    if (need > buf_cap) {
+      free(buf);
+      buf_cap = need;
+      buf = malloc(buf_cap);
+      if (!buf) die("out of memory for a block of %u events", b.nevents);
+    }
+    if (read_at(buf, need, off + sizeof b) < need) {
+      lost += b.nevents;
+      damage = "the last block is cut short";
+      break;
+    }
+    const gl_event_t *ev = (const gl_event_t *)buf;
+    const int64_t *ctr =
+        h.ncounters ? (const int64_t *)(buf + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
+    if (b.nevents && gl_writer_write(writer, b.thread, ev, ctr, b.nevents, err, sizeof err) != 0)
+      die("%s", err);
+    rows += b.nevents;
+    groups += b.nevents > 0;
+    if (!seen[b.thread]) seen[b.thread] = 1, threads_seen++;
+    if (b.monotonic_ns > last_mono) last_tsc = b.tsc, last_mono = b.monotonic_ns;
+    off += sizeof b + need;
+  }
+  free(buf);
+
+  /* Metadata: header, then trailer on top, then what the spool as a whole says. */
+  for (size_t i = 0; i < trailer.n; i++) kv_set(&meta, trailer.key[i], trailer.value[i]);
+  char text[512];
+  if (!have_trailer) {
+    kv_set(&meta, "grainlab.complete", "false");
+    kv_set(&meta, "grainlab.end_reason", "killed: no shutdown record");
+    snprintf(text, sizeof text, "%u", threads_seen);
+    kv_set(&meta, "grainlab.threads", text);
+  }
+  int calibrated;
+  format_clock(text, sizeof text, &h, last_tsc, last_mono, &calibrated);
+  kv_set(&meta, "grainlab.clock", text);
+  snprintf(text, sizeof text, "%" PRIu64, groups);
+  kv_set(&meta, "grainlab.flushes", text);
+  const char *dropped_text = kv_get(&meta, "grainlab.dropped_events");
+  uint64_t dropped = dropped_text ? strtoull(dropped_text, 0, 10) : 0;
+  snprintf(text, sizeof text, "%" PRIu64, dropped + lost);
+  kv_set(&meta, "grainlab.dropped_events", text);
+  if (damage) {
+    snprintf(text, sizeof text, "%" PRIu64, lost);
+    kv_set(&meta, "grainlab.lost_events", text);
+    snprintf(text, sizeof text, "%s at byte %" PRIu64 " of %" PRIu64, damage, off, file_size);
+    kv_set(&meta, "grainlab.spool_damage", text);
+    kv_set(&meta, "grainlab.complete", "false");
+  }
+  const char *keys[MAX_KV], *values[MAX_KV];
+  size_t nkv = 0;
+  for (size_t i = 0; i < meta.n; i++) {
+    if (strncmp(meta.key[i], "grainlab.spool.", 15) == 0) continue; /* spool-only */
+    keys[nkv] = meta.key[i];
+    values[nkv++] = meta.value[i];
+  }
+  gl_writer *w = writer;
+  writer = 0;
+  if (gl_writer_close(w, nkv, keys, values, err, sizeof err) != 0) die("%s", err);
+  if (rename(tmp_path, out_path) != 0) die("cannot rename %s to %s: %s", tmp_path, out_path,
+                                           strerror(errno));
+  tmp_path[0] = 0;
+  /* Remove the spool only if the name still means the file we converted (a
+   * new run may have replaced it meanwhile: it would then hold the lock, and
+   * we would not have got here, but stay careful). */
+  struct stat now, ours;
+  if (stat(spool_path, &now) == 0 && fstat(rfd, &ours) == 0 && now.st_dev == ours.st_dev &&
+      now.st_ino == ours.st_ino)
+    unlink(spool_path);
+  (void)rows;
+  (void)calibrated;
+  close(rfd);
+  close(lock_fd);
+  return 0;
+}

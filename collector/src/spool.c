@@ -1,0 +1,334 @@
+/* spool.c — the collector's side of the spool file (spool.h).
+ *
+ * Why a spool: encoding Parquet costs ~200 ns per row, which inside the
+ * application (on its threads, under a lock) nearly doubled the run time of
+ * fine-grained programs. Appending a full buffer raw costs a memcpy into the
+ * page cache; the encoding happens after the run, in grainlab-convert.
+ *
+ * The spool is opened O_APPEND: every block is one writev(), which Linux
+ * applies atomically at the end of a regular file, so threads flush
+ * concurrently with no lock of ours. The descriptor holds an flock for the
+ * whole run and is inherited by the converter, so a reader can tell "still
+ * being written" (locked) from "left behind by a killed run" (unlocked). */
+#include "spool.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "clock.h"
+#include "grainlab_spool.h"
+
+extern char **environ;
+
+static char out_path[PATH_MAX];
+static char spool_path[PATH_MAX + 8];
+static int spool_fd = -1;
+static uint32_t ncounters;
+static int broken; /* a write failed: later blocks would not parse, drop them */
+static uint64_t blocks, events, dropped;
+
+/* The converter, prepared at initialisation so that starting it needs no
+ * allocation (signal handlers start it too). */
+static char convert_exe[PATH_MAX + 32];
+static char fd_arg[16];
+static char *convert_argv[8];
+static posix_spawn_file_actions_t convert_actions;
+static posix_spawnattr_t convert_attr;
+static int convert_ready;
+static enum gl_convert_mode convert_mode = GL_CONVERT_BACKGROUND;
+
+char *gl_utoa(uint64_t v, char *out, size_t len) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v && n < sizeof tmp);
+  size_t i = 0;
+  for (; i < n && i + 1 < len; i++) out[i] = tmp[n - 1 - i];
+  if (len) out[i] = '\0';
+  return out;
+}
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A message from a signal handler: fixed pieces, one write(). */
+static void say(const char *a, const char *b, const char *c) {
+  char line[PATH_MAX + 256];
+  size_t n = 0;
+  const char *parts[] = {"grainlab: ", a, b, c, "\n"};
+  for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
+    for (const char *s = parts[p]; s && *s && n + 1 < sizeof line; s++) line[n++] = *s;
+  ssize_t w = write(2, line, n);
+  (void)w;
+}
+
+/* ------------------------------------------------------------ start-up */
+
+static int fail_open(const char *reason) {
+  fprintf(stderr, "grainlab: cannot write trace to %s: %s\n", out_path, reason);
+  if (spool_fd >= 0) close(spool_fd);
+  spool_fd = -1;
+  return 0;
+}
+
+int gl_spool_open(const char *output_path) {
+  snprintf(out_path, sizeof out_path, "%s", output_path);
+  if (snprintf(spool_path, sizeof spool_path, "%s.spool", output_path) >=
+      (int)sizeof spool_path)
+    return fail_open("path too long");
+  struct stat st;
+  if (stat(out_path, &st) == 0 && S_ISDIR(st.st_mode)) return fail_open(strerror(EISDIR));
+  int waited = 0;
+  for (;;) {
+    spool_fd = open(spool_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (spool_fd < 0) return fail_open(strerror(errno));
+    if (flock(spool_fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK) return fail_open(strerror(errno));
+      /* The previous run on this output is still being converted: its trace
+       * is about to be replaced, but the converter must not see its spool
+       * truncated under it. */
+      if (!waited++)
+        fprintf(stderr, "grainlab: waiting for the previous run's trace %s to be written\n",
+                out_path);
+      if (flock(spool_fd, LOCK_EX) != 0) return fail_open(strerror(errno));
+    }
+    /* The converter we waited for unlinks the spool when done: we may hold
+     * a lock on a file that no longer has a name. Then start again. */
+    if (fstat(spool_fd, &st) == 0 && st.st_nlink > 0) break;
+    close(spool_fd);
+    spool_fd = -1;
+  }
+  if (ftruncate(spool_fd, 0) != 0) return fail_open(strerror(errno));
+  /* Nothing may read an old trace as this run's. */
+  if (unlink(out_path) != 0 && errno != ENOENT) return fail_open(strerror(errno));
+  return 1;
+}
+
+/* The converter's path: grainlab-convert in this library's directory. */
+static void converter_path(char *buf, size_t len) {
+  Dl_info info;
+  const char *dir = ".";
+  size_t dirlen = 1;
+  if (dladdr((void *)&gl_spool_open, &info) && info.dli_fname) {
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (slash) {
+      dir = info.dli_fname;
+      dirlen = (size_t)(slash - info.dli_fname);
+    }
+  }
+  snprintf(buf, len, "%.*s/grainlab-convert", (int)dirlen, dir);
+}
+
+static void prepare_converter(void) {
+  const char *mode = getenv("GRAINLAB_CONVERT");
+  if (mode && strcmp(mode, "wait") == 0) convert_mode = GL_CONVERT_WAIT;
+  else if (mode && (strcmp(mode, "no") == 0 || strcmp(mode, "0") == 0)) convert_mode = GL_CONVERT_NO;
+  else if (mode && *mode && strcmp(mode, "background") != 0)
+    fprintf(stderr, "grainlab: GRAINLAB_CONVERT=%s is not wait, background or no; "
+                    "converting in the background\n", mode);
+  converter_path(convert_exe, sizeof convert_exe);
+  gl_utoa((uint64_t)spool_fd, fd_arg, sizeof fd_arg);
+  int i = 0;
+  convert_argv[i++] = convert_exe;
+  convert_argv[i++] = "--fd";
+  convert_argv[i++] = fd_arg;
+  convert_argv[i++] = spool_path;
+  convert_argv[i++] = out_path;
+  convert_argv[i] = 0;
+  if (posix_spawn_file_actions_init(&convert_actions) != 0) return;
+  /* dup2 onto itself clears close-on-exec: the converter inherits the locked
+   * descriptor, so the lock is never released between run and conversion. */
+  posix_spawn_file_actions_adddup2(&convert_actions, spool_fd, spool_fd);
+  posix_spawn_file_actions_addopen(&convert_actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&convert_actions, 1, "/dev/null", O_WRONLY, 0);
+  if (posix_spawnattr_init(&convert_attr) != 0) return;
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD};
+  for (size_t k = 0; k < sizeof reset / sizeof reset[0]; k++) sigaddset(&defaults, reset[k]);
+  posix_spawnattr_setsigmask(&convert_attr, &none);
+  posix_spawnattr_setsigdefault(&convert_attr, &defaults);
+  /* Its own session: a Ctrl-C meant for the application (its process group)
+   * must not kill the conversion of the trace it leaves. */
+  posix_spawnattr_setflags(&convert_attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                              POSIX_SPAWN_SETSID);
+  convert_ready = 1;
+}
+
+/* kv records for writev: lengths in `lens` (2 per record), 3 iovecs per record. */
+static size_t kv_iovecs(struct iovec *iov, uint32_t *lens, size_t nkv,
+                        const char *const *keys, const char *const *values, uint32_t *bytes) {
+  size_t k = 0;
+  *bytes = 0;
+  for (size_t i = 0; i < nkv; i++) {
+    lens[2 * i] = (uint32_t)strlen(keys[i]);
+    lens[2 * i + 1] = (uint32_t)strlen(values[i]);
+    iov[k++] = (struct iovec){&lens[2 * i], 8};
+    iov[k++] = (struct iovec){(void *)keys[i], lens[2 * i]};
+    iov[k++] = (struct iovec){(void *)values[i], lens[2 * i + 1]};
+    *bytes += 8 + lens[2 * i] + lens[2 * i + 1];
+  }
+  return k;
+}
+
+/* writev everything or fail (a short write leaves a block the converter
+ * reports as truncated; it is not retried: another thread may have appended). */
+static int write_all(const struct iovec *iov, int n, size_t total) {
+  ssize_t w;
+  do {
+    w = writev(spool_fd, iov, n);
+  } while (w < 0 && errno == EINTR);
+  return w == (ssize_t)total ? 0 : -1;
+}
+
+#define GL_MAX_KV 24
+
+int gl_spool_write_header(int nc, const char *const *counter_names, size_t nkv,
+                          const char *const *keys, const char *const *values) {
+  ncounters = (uint32_t)nc;
+  char names[GL_MAX_COUNTERS * 72] = "";
+  size_t used = 0;
+  for (int c = 0; c < nc; c++)
+    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", c ? "\n" : "",
+                             counter_names[c]);
+  const char *k[GL_MAX_KV + 1], *v[GL_MAX_KV + 1];
+  if (nkv > GL_MAX_KV) nkv = GL_MAX_KV;
+  for (size_t i = 0; i < nkv; i++) k[i] = keys[i], v[i] = values[i];
+  k[nkv] = "grainlab.spool.counter_names";
+  v[nkv] = names;
+  nkv++;
+
+  uint32_t lens[2 * (GL_MAX_KV + 1)], kvbytes;
+  struct iovec iov[1 + 3 * (GL_MAX_KV + 1)];
+  gl_spool_header h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, GL_SPOOL_MAGIC, 8);
+  h.version = GL_SPOOL_VERSION;
+  h.event_bytes = sizeof(gl_event_t);
+  h.ncounters = ncounters;
+  h.nkv = (uint32_t)nkv;
+#if defined(__x86_64__) || defined(__i386__)
+  h.clock_source = GL_SPOOL_CLOCK_TSC;
+#else
+  h.clock_source = GL_SPOOL_CLOCK_MONOTONIC;
+#endif
+  gl_clock_start_pair(&h.start_monotonic_ns, &h.start_realtime_ns);
+  size_t n = kv_iovecs(iov + 1, lens, nkv, k, v, &kvbytes);
+  h.header_bytes = (uint32_t)(sizeof h + kvbytes);
+  iov[0] = (struct iovec){&h, sizeof h};
+  if (write_all(iov, (int)n + 1, h.header_bytes) != 0) {
+    fprintf(stderr, "grainlab: cannot write trace to %s: writing %s: %s\n", out_path,
+            spool_path, strerror(errno ? errno : EIO));
+    return -1;
+  }
+  prepare_converter();
+  return 0;
+}
+
+/* ------------------------------------------------------------ while running */
+
+void gl_spool_append_block(uint32_t thread, const gl_event_t *ev, const int64_t *ctr,
+                           uint32_t n) {
+  if (n == 0) return;
+  if (__atomic_load_n(&broken, __ATOMIC_RELAXED) || spool_fd < 0) {
+    __atomic_fetch_add(&dropped, n, __ATOMIC_RELAXED);
+    return;
+  }
+  gl_spool_block b = {GL_SPOOL_BLOCK_MAGIC, thread, n, ncounters, 0, 0};
+  b.monotonic_ns = monotonic_ns();
+  b.tsc = gl_clock_now();
+  size_t ev_bytes = (size_t)n * sizeof *ev;
+  size_t ctr_bytes = (size_t)n * ncounters * sizeof *ctr;
+  struct iovec iov[3] = {{&b, sizeof b}, {(void *)ev, ev_bytes}, {(void *)ctr, ctr_bytes}};
+  int parts = ctr_bytes ? 3 : 2;
+  if (write_all(iov, parts, sizeof b + ev_bytes + ctr_bytes) != 0) {
+    int err = errno ? errno : EIO;
+    __atomic_fetch_add(&dropped, n, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n(&broken, 1, __ATOMIC_RELAXED))
+      say("writing ", spool_path, err == ENOSPC ? " failed: no space left on device; "
+                                                   "later events are dropped"
+                                                 : " failed; later events are dropped");
+    return;
+  }
+  __atomic_fetch_add(&blocks, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&events, n, __ATOMIC_RELAXED);
+}
+
+int gl_spool_write_trailer(size_t nkv, const char *const *keys, const char *const *values) {
+  if (spool_fd < 0) return -1;
+  if (nkv > GL_MAX_KV) nkv = GL_MAX_KV;
+  uint32_t lens[2 * GL_MAX_KV], kvbytes;
+  struct iovec iov[1 + 3 * GL_MAX_KV];
+  size_t n = kv_iovecs(iov + 1, lens, nkv, keys, values, &kvbytes);
+  gl_spool_trailer t = {GL_SPOOL_TRAILER_MAGIC, (uint32_t)nkv, kvbytes, 0, 0, 0};
+  t.monotonic_ns = monotonic_ns();
+  t.tsc = gl_clock_now();
+  iov[0] = (struct iovec){&t, sizeof t};
+  return write_all(iov, (int)n + 1, sizeof t + kvbytes);
+}
+
+/* ------------------------------------------------------------ the end */
+
+enum gl_convert_mode gl_spool_convert_mode(void) { return convert_mode; }
+
+int gl_spool_start_converter(int from_signal, double *seconds) {
+  if (seconds) *seconds = 0;
+  if (spool_fd < 0) return -1;
+  if (convert_mode == GL_CONVERT_NO) return 0;
+  if (!convert_ready) {
+    say("cannot start the trace converter; the run is kept in ", spool_path, "");
+    return -1;
+  }
+  uint64_t start = monotonic_ns();
+  pid_t pid;
+  int rc = posix_spawn(&pid, convert_exe, &convert_actions, &convert_attr, convert_argv,
+                       environ);
+  if (rc != 0) {
+    if (from_signal)
+      say("cannot start ", convert_exe, "; convert the spool later with grainlab convert");
+    else
+      fprintf(stderr, "grainlab: cannot start %s: %s; the run is kept in %s "
+                      "(grainlab convert converts it)\n", convert_exe, strerror(rc), spool_path);
+    return -1;
+  }
+  if (convert_mode != GL_CONVERT_WAIT) return 0;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) { /* SIGCHLD ignored: the child was reaped for us */
+      status = 0;
+      break;
+    }
+  }
+  if (seconds) *seconds = (double)(monotonic_ns() - start) / 1e9;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+const char *gl_spool_path(void) { return spool_path; }
+uint64_t gl_spool_blocks(void) { return __atomic_load_n(&blocks, __ATOMIC_RELAXED); }
+uint64_t gl_spool_events(void) { return __atomic_load_n(&events, __ATOMIC_RELAXED); }
+uint64_t gl_spool_dropped(void) { return __atomic_load_n(&dropped, __ATOMIC_RELAXED); }
+
+void gl_spool_forget_in_child(void) {
+  /* Closing our copy drops the child's share of the lock (the parent's copy
+   * keeps it). The child never writes the spool. */
+  if (spool_fd >= 0) close(spool_fd);
+  spool_fd = -1;
+}

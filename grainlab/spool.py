@@ -1,0 +1,93 @@
+"""Spools: what the collector writes while a program runs (docs/trace-format.md,
+"The spool"). The collector appends raw events to `<trace>.spool` and, when
+the run ends, starts `grainlab-convert`, which writes `<trace>` and removes
+the spool. The spool is flock()ed from the run's start until the trace is
+ready, so:
+
+- spool locked: the run or its conversion is in progress -> wait;
+- spool unlocked and no trace: the run was killed (SIGKILL) or its converter
+  failed -> convert it now (a killed run's trace is marked incomplete).
+
+`ensure_trace(path)` does exactly that; `grainlab.trace.load` calls it first.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import _paths
+from .errors import TraceError
+
+SUFFIX = ".spool"
+# Say why we are waiting only when the wait is noticeable.
+WAIT_MESSAGE_AFTER_S = 0.5
+POLL_S = 0.02
+
+
+def spool_of(trace_path) -> Path:
+    """The spool that belongs to a trace path."""
+    return Path(str(trace_path) + SUFFIX)
+
+
+def is_locked(spool: Path) -> bool | None:
+    """True while a collector or converter holds the spool; None if no spool."""
+    try:
+        fd = os.open(spool, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def wait_until_unlocked(spool: Path, trace_path, quiet: bool = False) -> None:
+    """Block while the spool is locked (the run or its conversion goes on);
+    one line on stderr if that takes more than WAIT_MESSAGE_AFTER_S."""
+    start = time.monotonic()
+    said = quiet
+    while is_locked(spool):
+        if not said and time.monotonic() - start > WAIT_MESSAGE_AFTER_S:
+            print(f"grainlab: waiting for the collector to finish writing {trace_path}",
+                  file=sys.stderr, flush=True)
+            said = True
+        time.sleep(POLL_S)
+
+
+def ensure_trace(path, quiet: bool = False) -> None:
+    """Make the trace at `path` ready to read if a spool says it is coming:
+    wait for the collector/converter, or convert a spool nobody is working on.
+    Does nothing when there is no spool (the common case: one stat)."""
+    path = Path(path)
+    spool = spool_of(path)
+    if not spool.exists():
+        return
+    wait_until_unlocked(spool, path, quiet)
+    if path.exists() or not spool.exists():
+        return
+    convert(spool, path)
+
+
+def convert(spool: Path, out: Path) -> None:
+    """Run grainlab-convert on a spool that no process holds. Raises
+    TraceError with the converter's one-line reason on failure."""
+    exe = _paths.converter()
+    try:
+        result = subprocess.run([str(exe), str(spool), str(out)], capture_output=True,
+                                text=True, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        raise TraceError(f"{spool}: cannot run {exe} ({e.strerror})") from None
+    if result.returncode != 0:
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        reason = lines[-1] if lines else f"{exe.name} exited with {result.returncode}"
+        prefix = f"grainlab: cannot convert {spool}: "
+        reason = reason[len(prefix):] if reason.startswith(prefix) else \
+            reason.removeprefix("grainlab: ")
+        raise TraceError(f"{spool}: cannot convert to a trace: {reason}")
