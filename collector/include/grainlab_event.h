@@ -1,6 +1,6 @@
-/* grainlab_event.h — the one contract between the collector's hot path and the
- * Parquet writer. One gl_event_t per trace row; docs/trace-format.md documents
- * every field per event kind. Keep this file, the writer shim and the doc in step:
+/* grainlab_event.h — the one contract between the collector's hot path, the
+ * spool (grainlab_spool.h) and the Parquet writer. One gl_event_t per trace
+ * row; docs/trace-format.md documents every field per event kind. Keep this file, the writer shim and the doc in step:
  * bump GL_SCHEMA_VERSION when a column's meaning changes. */
 #ifndef GRAINLAB_EVENT_H
 #define GRAINLAB_EVENT_H
@@ -56,9 +56,9 @@ typedef struct gl_event {
 } gl_event_t;
 
 /* ---- Writer shim ABI (collector/writer, C++ on libarrow/libparquet). ----
- * Loaded with dlopen() only when a buffer must be written, so the hot path and
- * applications without a trace never touch C++ or Arrow. All calls are made
- * with the collector's writer lock held: the shim need not be thread-safe. */
+ * Used by grainlab-convert (collector/convert), after the run, in its own
+ * process: the application never loads C++ or Arrow. Single-threaded use:
+ * the shim need not be thread-safe. */
 typedef struct gl_writer gl_writer;
 
 /* Open `path` for writing. `counter_names` become int64 columns named

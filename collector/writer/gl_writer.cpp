@@ -1,7 +1,8 @@
 // gl_writer.cpp — the Parquet writer shim behind the C ABI of grainlab_event.h.
 //
-// The collector dlopen()s this library only when a buffer must be written, so
-// applications never pay for C++/Arrow start-up on the hot path. Each
+// grainlab-convert links this library to turn a spool into the trace, after
+// the run and in its own process, so applications never load C++/Arrow. (The
+// native tests still dlopen() it, as the collector once did.) Each
 // gl_writer_write call turns one thread's buffer (array of gl_event_t) into
 // one Parquet row group with the columns of docs/trace-format.md.
 //
@@ -12,10 +13,9 @@
 //   scratch vectors owned by the writer and reused across calls; Arrow arrays
 //   wrap those vectors without copying.
 // - Buffers come from Arrow's system (malloc) pool: the default
-//   jemalloc/mimalloc pool fails to initialise when first used on a libomp
-//   worker thread, which is where a buffer may fill. (Arrow's
-//   WriterProperties::Builder still calls default_memory_pool() once, so the
-//   collector also sets ARROW_DEFAULT_MEMORY_POOL=system at start-up.)
+//   jemalloc/mimalloc pool failed to initialise when first used on a libomp
+//   worker thread (where the collector used to write); the plain pool is
+//   fine everywhere.
 // - Encodings are chosen for a small file (measured on fib traces): the clock,
 //   task ids and counters increase within a thread, so they use
 //   DELTA_BINARY_PACKED; `other` uses BYTE_STREAM_SPLIT; the remaining
