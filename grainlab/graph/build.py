@@ -133,9 +133,13 @@ class _Slots:
             v = np.asarray(v, dtype=dt)
             self.parts[f].append(np.full(n, v, dtype=dt) if v.ndim == 0 else v)
 
-    def columns(self) -> dict:
-        return {f: np.concatenate(p) if p else np.empty(0, self.DTYPES[f])
-                for f, p in self.parts.items()}
+    def columns(self, consume: bool = False) -> dict:
+        out = {}
+        for f, p in self.parts.items():
+            out[f] = np.concatenate(p) if p else np.empty(0, self.DTYPES[f])
+            if consume:          # free each field's parts as soon as it is joined
+                self.parts[f] = []
+        return out
 
 
 class _Builder:
@@ -366,7 +370,7 @@ class _Builder:
         self.tg_end = np.flatnonzero((ev == S.SYNC_END) & (r.kind == S.SYNC_TASKGROUP) & (own >= 0))
         if len(self.tg_end):
             self._add_taskgroup_joins(s, s.columns())
-        self.sl = self._ordered(s.columns())
+        self.sl = self._ordered(s.columns(consume=True))
 
     def _gap_to_next_runtime_row(self, idx):
         """Time from each row to the next row of its thread that is not a
@@ -428,7 +432,8 @@ class _Builder:
             o = np.argsort(key)            # keys are unique
         else:
             o = np.lexsort((sl["sub"], sl["row"], sl["owner"]))
-        sl = {f: v[o] for f, v in sl.items()}
+        for f in list(sl):       # one field at a time: the unsorted copy is freed at once
+            sl[f] = sl[f][o]
         sl["seq"] = _cumcount(sl["owner"])
         sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
         sl["grain"][sl["shared"] >= 0] = -1
