@@ -177,22 +177,26 @@ struct gl_writer {
       null_counts[c] = nulls;
     }
 
-    ARROW_RETURN_NOT_OK(file->NewRowGroup());
-    ARROW_RETURN_NOT_OK(file->WriteColumnChunk(*wrap(arrow::uint8(), event, n)));
-    ARROW_RETURN_NOT_OK(file->WriteColumnChunk(*wrap(arrow::uint16(), thread, n)));
-    ARROW_RETURN_NOT_OK(file->WriteColumnChunk(*wrap(arrow::uint16(), cpu, n)));
-    for (auto *v : {&tsc, &task, &other, &codeptr, &value, &count})
-      ARROW_RETURN_NOT_OK(file->WriteColumnChunk(*wrap(arrow::uint64(), *v, n)));
-    ARROW_RETURN_NOT_OK(file->WriteColumnChunk(*wrap(arrow::uint32(), kind, n)));
-    ARROW_RETURN_NOT_OK(file->WriteColumnChunk(*wrap(arrow::uint8(), flags, n)));
+    // One buffered row group per call, all columns in one record batch: the
+    // writer then encodes and compresses the columns in parallel on Arrow's
+    // CPU pool (use_threads), and flushes the group at the next call/Close.
+    arrow::ArrayVector cols = {
+        wrap(arrow::uint8(), event, n),   wrap(arrow::uint16(), thread, n),
+        wrap(arrow::uint16(), cpu, n),    wrap(arrow::uint64(), tsc, n),
+        wrap(arrow::uint64(), task, n),   wrap(arrow::uint64(), other, n),
+        wrap(arrow::uint64(), codeptr, n), wrap(arrow::uint64(), value, n),
+        wrap(arrow::uint64(), count, n),  wrap(arrow::uint32(), kind, n),
+        wrap(arrow::uint8(), flags, n)};
     for (int c = 0; c < ncounters; c++) {
       std::shared_ptr<arrow::Buffer> bitmap;
       if (null_counts[c] > 0)
         bitmap = std::make_shared<arrow::Buffer>(validity[c].data(),
                                                  static_cast<int64_t>(validity[c].size()));
-      ARROW_RETURN_NOT_OK(file->WriteColumnChunk(
-          *wrap(arrow::int64(), counters[c], n, std::move(bitmap), null_counts[c])));
+      cols.push_back(wrap(arrow::int64(), counters[c], n, std::move(bitmap), null_counts[c]));
     }
+    ARROW_RETURN_NOT_OK(file->NewBufferedRowGroup());
+    auto batch = arrow::RecordBatch::Make(file->schema(), static_cast<int64_t>(n), cols);
+    ARROW_RETURN_NOT_OK(file->WriteRecordBatch(*batch));
     return arrow::Status::OK();
   }
 };
@@ -239,7 +243,7 @@ __attribute__((visibility("default"))) gl_writer *gl_writer_open(
     // No ARROW:schema blob: the file's key/value metadata is exactly what the
     // collector passes to gl_writer_close; Parquet logical types carry the
     // unsigned widths.
-    auto arrow_props = parquet::ArrowWriterProperties::Builder().build();
+    auto arrow_props = parquet::ArrowWriterProperties::Builder().set_use_threads(true)->build();
     auto file = parquet::arrow::FileWriter::Open(
         *make_schema(ncounters, counter_names), arrow::system_memory_pool(), w->sink,
         make_properties(ncounters, counter_names), arrow_props);
