@@ -3,7 +3,7 @@
 A task's lineage is the path of child numbers from the root, independent of
 scheduling:
   initial task                         "0"
-  implicit task i of region r of L     "L.p<r>.<i>"   ("L.p<r>" for a single winner)
+  implicit task i of region r of L     "L.p<r>.i<i>"  ("L.p<r>" for a single winner)
   explicit child c of L                "L.<c>"
 Lineages are built level by level (by depth): each step names all children of
 the previous level at once with column operations, so the cost is one pass per
@@ -201,8 +201,9 @@ def _add_lineage(tasks, regions):
     children = np.bincount(parent_pos[explicit & (parent_pos >= 0)], minlength=n)
     tasks["children"] = children
 
-    # Implicit suffix ".p<r>.<i>", or ".p<r>" for the single winner: the only
-    # implicit task of its region that creates explicit tasks.
+    # Implicit suffix ".p<r>.i<i>", or ".p<r>" for the single winner: the only
+    # implicit task of its region that creates explicit tasks. The "i" keeps
+    # implicit task i apart from the winner's explicit child i ("L.p<r>.<i>").
     ordinal = pd.Series(regions["ordinal"].to_numpy(), index=regions["id"].to_numpy())
     region_ordinal = ordinal.reindex(tasks["region"].to_numpy()).to_numpy(
         dtype=np.float64, na_value=-1).astype(np.int64)
@@ -212,7 +213,7 @@ def _add_lineage(tasks, regions):
 
     suffix = np.empty(n, dtype=object)
     suffix[explicit] = _join(".", child_index[explicit])
-    suffix[implicit] = _join(".p", region_ordinal[implicit], ".", tasks["team_index"].to_numpy()[implicit])
+    suffix[implicit] = _join(".p", region_ordinal[implicit], ".i", tasks["team_index"].to_numpy()[implicit])
     suffix[winner] = _join(".p", region_ordinal[winner])
     tasks["winner"] = winner
 

@@ -167,6 +167,12 @@ class Trace:
         from .chunks import build_loops_and_chunks
         return build_loops_and_chunks(self)
 
+    def graph(self, **kw):
+        """The grain graph of this trace (docs/graph-model.md):
+        `grainlab.graph.build(self, **kw)`, built anew on each call."""
+        from .graph import build
+        return build(self, **kw)
+
     def summary(self) -> dict:
         """Counts and facts about the run (what `grainlab info --json` prints)."""
         from .summary import summarize

@@ -89,6 +89,37 @@ def test_lineage_is_the_same_with_1_and_2_threads(record):
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_trace_graph_is_graph_build(record):
+    trace = record("fib", 9, 3)
+    via_trace, via_build = trace.graph(), build(trace)
+    pd.testing.assert_frame_equal(via_trace.nodes, via_build.nodes)
+    pd.testing.assert_frame_equal(via_trace.edges, via_build.edges)
+    pd.testing.assert_frame_equal(via_trace.grains, via_build.grains)
+    assert via_trace.span == via_build.span > 0
+
+
+@pytest.mark.parametrize("program,args", [("fib", (12, 4)), ("tree", (3, 3)),
+                                          ("depend", (6,))])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_lineage_is_unique_across_explicit_and_implicit_tasks(record, program, args,
+                                                             threads):
+    """A single winner's explicit child c (`L.p<r>.<c>`) must not share its name
+    with implicit task c of the same region (`L.p<r>.i<c>`)."""
+    tasks = record(program, *args, threads=threads).tasks()
+    kinds = set(tasks["kind"])
+    assert {"explicit", "implicit"} <= kinds
+    lineage = tasks["lineage"]
+    assert lineage.notna().all()
+    assert not lineage.duplicated().any(), lineage[lineage.duplicated(keep=False)].tolist()
+    implicit = tasks.loc[tasks["kind"] == "implicit", "lineage"]
+    winners = tasks.loc[tasks["winner"], "lineage"]
+    assert all(".i" in name for name in implicit if name not in set(winners))
+    g = record(program, *args, threads=threads).graph()
+    both = pd.concat([g.grains.loc[g.grains["kind"] == "task", "identity"],
+                      g.contexts["identity"]])
+    assert not both.duplicated().any()
+
+
 def test_tasks_without_taskwait_join_at_the_region_end_barrier(record):
     trace = record("tree", 3, 3)
     g = build(trace)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 import time
 
-from ..errors import GrainlabError
 from ..trace import load
 
 SLOW_SECONDS = 3.0
@@ -30,14 +29,7 @@ def graph_of(path, progress):
     progress(f"loading {path}")
     trace = load(path)
     progress(f"building the grain graph ({len(trace.events)} events)")
-    if hasattr(trace, "graph"):
-        g = trace.graph()
-    else:
-        from ..graph import build
-        g = build(trace)
-    if not hasattr(g, "grains"):
-        raise GrainlabError(f"{path}: no grain graph could be built")
-    return trace, g
+    return trace, trace.graph()
 
 
 def program_of(trace) -> str:

@@ -71,11 +71,7 @@ def load_graph(path, metrics=True, progress=None):
         print(f"grainlab: warning: {trace.path} is incomplete: "
               + "; ".join(trace.problems), file=sys.stderr)
     with progress.step("building grain graph"):
-        if hasattr(trace, "graph"):
-            g = trace.graph()
-        else:
-            from ..graph import build
-            g = build(trace)
+        g = trace.graph()
     _add_source_locations(g, trace)
     if metrics:
         try:
