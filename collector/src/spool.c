@@ -262,6 +262,10 @@ int gl_spool_write_header(int nc, const char *const *counter_names, size_t nkv,
   if (write_all(iov, (int)n + 1, h.header_bytes) != 0) {
     fprintf(stderr, "grainlab: cannot write trace to %s: writing %s: %s\n", out_path,
             spool_path, strerror(errno ? errno : EIO));
+    /* Untraced run: leave no spool for a reader to wait on or convert. */
+    unlink(spool_path);
+    close(spool_fd);
+    spool_fd = -1;
     return -1;
   }
   prepare_converter();
