@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema as S
+from .idindex import IdIndex
 
 KINDS = ["initial", "implicit", "explicit"]  # tasks()["kind"] categories
 INITIAL, IMPLICIT, EXPLICIT = 0, 1, 2
@@ -119,19 +120,24 @@ def _add_execution_times(ev, tasks):
     """begin_ns: first time the task runs (begin_thread: where); end_ns: when
     its body finished (NaN when the trace does not say, e.g. a stopped run)."""
     ids = tasks["id"].to_numpy()
+    index = IdIndex(ids)
     code = ev["event"].to_numpy()
     time = ev["time"].to_numpy()
     sched = np.flatnonzero(code == S.TASK_SCHEDULE)
+    # One time sort of the schedule rows serves both searches below (the
+    # finishing rows are a subset, so their order is a filter of it).
+    sched = sched[np.argsort(time[sched], kind="stable")]
     done = sched[np.isin(ev["kind"].to_numpy()[sched], S.STATUS_FINISHED)]
     imp_end = np.flatnonzero(code == S.IMPLICIT_END)
+    imp_end = imp_end[np.argsort(-time[imp_end], kind="stable")]
 
-    first_run = _earliest_row(ids, ev["task"].to_numpy()[sched], time[sched])
+    first_run = _first_row(len(ids), index.get(ev["task"].to_numpy()[sched]))
     begin_ns = np.full(len(ids), np.nan)
     begin_thread = np.full(len(ids), np.nan)
     hit = first_run >= 0
     begin_ns[hit] = time[sched[first_run[hit]]]
     begin_thread[hit] = ev["thread"].to_numpy()[sched[first_run[hit]]]
-    first_end = _earliest_row(ids, ev["other"].to_numpy()[done], time[done])
+    first_end = _first_row(len(ids), index.get(ev["other"].to_numpy()[done]))
     end_ns = np.full(len(ids), np.nan)
     end_ns[first_end >= 0] = time[done[first_end[first_end >= 0]]]
 
@@ -139,7 +145,7 @@ def _add_execution_times(ev, tasks):
     implicit = tasks["kind"].cat.codes.to_numpy() != EXPLICIT
     begin_ns[implicit] = tasks["create_ns"].to_numpy()[implicit]
     begin_thread[implicit] = tasks["thread"].to_numpy()[implicit]
-    last_end = _earliest_row(ids, ev["task"].to_numpy()[imp_end], -time[imp_end])
+    last_end = _first_row(len(ids), index.get(ev["task"].to_numpy()[imp_end]))
     end_ns[implicit] = np.where(last_end[implicit] >= 0,
                                 time[imp_end[np.maximum(last_end[implicit], 0)]]
                                 if len(imp_end) else np.nan, np.nan)
@@ -150,20 +156,13 @@ def _add_execution_times(ev, tasks):
         np.where(missing, 0, begin_thread).astype(np.int64), missing)
 
 
-def _earliest_row(ids, row_ids, key) -> np.ndarray:
-    """For each of ids, the index into row_ids of its row with the smallest
-    key (-1 if none): one lexsort, no hashing."""
-    out = np.full(len(ids), -1, dtype=np.int64)
-    if len(row_ids) == 0 or len(ids) == 0:
-        return out
-    by_id = np.argsort(ids, kind="stable")
-    sorted_ids = ids[by_id]
-    pos = np.searchsorted(sorted_ids, row_ids)
-    pos[pos == len(sorted_ids)] = 0
-    rows = np.flatnonzero(sorted_ids[pos] == row_ids)
-    order = rows[np.lexsort((key[rows], pos[rows]))]
-    first = np.r_[True, pos[order][1:] != pos[order][:-1]]
-    out[by_id[pos[order][first]]] = order[first]
+def _first_row(n, pos) -> np.ndarray:
+    """For each of n tasks, the first index i with pos[i] == task (-1 if none):
+    rows come already sorted by the key, so no sort here."""
+    out = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    hit = np.flatnonzero(pos >= 0)
+    np.minimum.at(out, pos[hit], hit)
+    out[out == np.iinfo(np.int64).max] = -1
     return out
 
 
@@ -184,8 +183,7 @@ def _add_lineage(tasks, regions):
     implicit = kind == IMPLICIT
     initial = kind == INITIAL
 
-    position = pd.Index(ids)
-    parent_pos = position.get_indexer(tasks["parent"].to_numpy())
+    parent_pos = IdIndex(ids).get(tasks["parent"].to_numpy())
     parent_pos[initial] = -1
 
     # Explicit children are numbered in creation order among their siblings.

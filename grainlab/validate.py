@@ -15,6 +15,7 @@ import pandas as pd
 
 from . import schema as S
 from .errors import TraceError
+from .idindex import IdIndex
 
 
 def validate(trace) -> None:
@@ -141,17 +142,19 @@ def _check_task_references(ev, contradiction):
     create = np.flatnonzero(code == S.TASK_CREATE)
     implicit = np.flatnonzero(code == S.IMPLICIT_BEGIN)
     created = task[create]
-    # Sorting + binary search: fast membership for tens of millions of ids.
-    by_id = np.argsort(created, kind="stable")
-    created_sorted = created[by_id]
-    dup = np.flatnonzero(created_sorted[1:] == created_sorted[:-1])
-    if len(dup):
+    # Direct id -> position table (grainlab.idindex): O(1) membership for tens
+    # of millions of ids.
+    by_created = IdIndex(created)
+    if len(create) and not (by_created.get(created) == np.arange(len(create))).all():
+        by_id = np.argsort(created, kind="stable")        # rare: say which one
+        created_sorted = created[by_id]
+        dup = np.flatnonzero(created_sorted[1:] == created_sorted[:-1])
         contradiction(create[by_id[dup[0] + 1]], "task",
                       f"task {_fmt(created_sorted[dup[0]])} created twice")
-    known = np.sort(np.concatenate((created, task[implicit])))
+    known = IdIndex(np.concatenate((created, task[implicit])))
 
     parent = other[create]
-    orphan = np.flatnonzero(~_member(parent, known))
+    orphan = np.flatnonzero(~known.contains(parent))
     if len(orphan):
         row = create[orphan[0]]
         contradiction(row, "other",
@@ -160,7 +163,7 @@ def _check_task_references(ev, contradiction):
 
     sched = np.flatnonzero(code == S.TASK_SCHEDULE)
     for field, ids in (("task", task[sched]), ("other", other[sched])):
-        unknown = np.flatnonzero((ids != 0) & ~_member(ids, known))
+        unknown = np.flatnonzero((ids != 0) & ~known.contains(ids))
         if len(unknown):
             row = sched[unknown[0]]
             contradiction(row, field,
@@ -171,36 +174,27 @@ def _check_task_references(ev, contradiction):
     # An explicit task must be created before it first runs, and must run
     # before it is switched away from.
     if len(create) and len(sched):
-        created_tsc = tsc[create][by_id].astype(np.float64)
-        first_run = _first_time_per_task(created_sorted, task[sched], tsc[sched])
-        first_stop = _first_time_per_task(created_sorted, other[sched], tsc[sched])
+        created_tsc = tsc[create].astype(np.float64)
+        sched_tsc = tsc[sched].astype(np.float64)
+        first_run = _first_time_per_task(by_created, task[sched], sched_tsc)
+        first_stop = _first_time_per_task(by_created, other[sched], sched_tsc)
         early = np.flatnonzero(first_run < created_tsc)
         if len(early):
-            row = create[by_id[early[0]]]
+            row = create[early[np.argmin(created[early])]]
             contradiction(row, "tsc", f"task {_fmt(task[row])} runs before it is created")
         bad = np.flatnonzero(first_stop < first_run)
         if len(bad):
-            victim = created_sorted[bad[0]]
+            victim = created[bad[np.argmin(created[bad])]]
             row = sched[np.flatnonzero(other[sched] == victim)[0]]
             contradiction(row, "other",
                           f"task {_fmt(victim)} is switched away from before it "
                           "ever starts (an end without a begin)")
 
 
-def _member(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
-    """values in sorted_ids, element-wise."""
-    if len(sorted_ids) == 0:
-        return np.zeros(len(values), dtype=bool)
-    pos = np.searchsorted(sorted_ids, values)
-    pos[pos == len(sorted_ids)] = 0
-    return sorted_ids[pos] == values
-
-
-def _first_time_per_task(sorted_ids, ids, tsc) -> np.ndarray:
-    """Earliest tsc at which each of sorted_ids appears in ids (inf if never)."""
-    first = np.full(len(sorted_ids), np.inf)
-    pos = np.searchsorted(sorted_ids, ids)
-    pos[pos == len(sorted_ids)] = 0
-    hit = sorted_ids[pos] == ids
-    np.minimum.at(first, pos[hit], tsc[hit].astype(np.float64))
+def _first_time_per_task(index, ids, tsc) -> np.ndarray:
+    """Earliest tsc at which each task of `index` appears in ids (inf if never)."""
+    first = np.full(index.n, np.inf)
+    pos = index.get(ids)
+    hit = pos >= 0
+    np.minimum.at(first, pos[hit], tsc[hit])
     return first

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
+from ..idindex import IdIndex
 from .events import counter_deltas, load_rows
 from .model import EDGE_TYPES, JOIN_KINDS, NODE_TYPES, GrainGraph
 
@@ -185,10 +186,9 @@ class _Builder:
         self.T = T = len(explicit)
         self.C = len(ctx)
         self.E = T + self.C
-        self.index = pd.Index(np.concatenate([explicit["id"].to_numpy(np.uint64),
-                                              ctx["id"].to_numpy(np.uint64)]))
+        self._ids = IdIndex(np.concatenate([explicit["id"].to_numpy(np.uint64),
+                                            ctx["id"].to_numpy(np.uint64)]))
         self.untied = bool(explicit["untied"].any()) if len(explicit) else False
-        self._id_table()
         ctx_kind = np.asarray(self.ctx["kind"].astype(object))
         self.is_initial = np.zeros(self.E, dtype=bool)
         self.is_initial[T:] = ctx_kind == "initial"
@@ -208,40 +208,9 @@ class _Builder:
                                        regions["id"].to_numpy(np.uint64))
 
     def owner_of(self, ids) -> np.ndarray:
-        """Owner index of task ids (-1 for 0 / unknown).
-
-        Collector ids are (thread + 1) << 40 | n with n dense per thread, so a
-        direct table replaces hashing when the ids follow that scheme."""
-        ids = np.asarray(ids, dtype=np.uint64)
-        if self._table is None:
-            return self.index.get_indexer(ids).astype(np.int64)
-        hi = (ids >> np.uint64(40)).astype(np.int64)
-        lo = (ids & np.uint64((1 << 40) - 1)).astype(np.int64)
-        ok = (hi >= 1) & (hi < len(self._base)) & (ids != 0)
-        hi_ok = np.where(ok, hi, 0)
-        ok &= lo < self._limit[hi_ok]
-        out = np.full(len(ids), -1, dtype=np.int64)
-        out[ok] = self._table[self._base[hi_ok[ok]] + lo[ok]]
-        return out
-
-    def _id_table(self):
-        """Direct id -> owner table if ids follow the collector's scheme."""
-        ids = self.index.to_numpy(np.uint64)
-        self._table = None
-        if not len(ids):
-            return
-        hi = (ids >> np.uint64(40)).astype(np.int64)
-        lo = (ids & np.uint64((1 << 40) - 1)).astype(np.int64)
-        if hi.min() < 1 or hi.max() > 1 << 16:
-            return
-        limit = np.zeros(int(hi.max()) + 1, dtype=np.int64)
-        np.maximum.at(limit, hi, lo + 1)
-        if limit.sum() > 4 * len(ids) + 1024:
-            return
-        base = np.concatenate([[0], np.cumsum(limit)[:-1]])
-        table = np.full(int(limit.sum()), -1, dtype=np.int64)
-        table[base[hi] + lo] = np.arange(len(ids))
-        self._table, self._base, self._limit = table, base, limit
+        """Owner index of task ids (-1 for 0 / unknown), by direct table
+        look-up (grainlab.idindex)."""
+        return self._ids.get(ids)
 
     # -- 2. chunks ---------------------------------------------------------------
     def _chunks(self):
