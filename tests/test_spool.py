@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -160,3 +161,39 @@ def test_memory_is_bounded_by_the_buffer_not_the_run(tmp_path, build, example):
     # The converter holds one block; the Parquet footer it builds grows with
     # the number of row groups (here ~100 -> ~400), a few KiB each.
     assert conv_peaks[1] - conv_peaks[0] < 12 * 1024, conv_peaks
+
+
+NESTED = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  int s = 0;
+#pragma omp parallel reduction(+ : s)
+  s += 1;
+  printf("outer %d\n", s);
+  fflush(stdout);
+  return system(argv[1]);
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None, reason="needs clang-19")
+def test_traced_program_running_a_traced_program_does_not_hang(tmp_path, build, example):
+    """The inner program finds the spool locked by its own ancestor: waiting
+    would never end, so it runs untraced with one line; the outer trace is
+    whole."""
+    src, exe, out = tmp_path / "nested.c", tmp_path / "nested", tmp_path / "t.parquet"
+    src.write_text(NESTED)
+    subprocess.run(["clang-19", "-fopenmp", str(src), "-o", str(exe)], check=True, timeout=60)
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "GRAINLAB_QUIET": "1",
+           "OMP_TOOL_LIBRARIES": str(build / "lib" / "libgraincollect.so"),
+           "GRAINLAB_OUTPUT": str(out)}
+    result = subprocess.run([str(exe), f"{example('fib')} 11"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["outer 2", "fib(11) = 89"]
+    assert result.stderr.splitlines() == [
+        f"grainlab: cannot write trace to {out}: process {result.stderr.split('process ')[1].split(',')[0]}"
+        ", which runs this one, is recording to it"]
+    t = grainlab.load(out)
+    assert t.complete and t.summary()["tasks"] == 0 and t.summary()["parallel_regions"] == 1

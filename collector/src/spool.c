@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -97,6 +98,47 @@ static int fail_open(const char *reason) {
   return 0;
 }
 
+/* The process holding the flock on fd's file (from /proc/locks), or 0. */
+static int lock_holder(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return 0;
+  FILE *f = fopen("/proc/locks", "r");
+  if (!f) return 0;
+  char line[256];
+  int holder = 0;
+  while (!holder && fgets(line, sizeof line, f)) {
+    int pid;
+    unsigned maj, min;
+    unsigned long ino;
+    /* "1: FLOCK  ADVISORY  WRITE 3456 fe:00:9977903 0 EOF" ("->" = a waiter) */
+    if (strstr(line, "->") || sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%lu", &pid, &maj, &min,
+                                     &ino) != 4)
+      continue;
+    if (maj == major(st.st_dev) && min == minor(st.st_dev) && ino == st.st_ino) holder = pid;
+  }
+  fclose(f);
+  return holder;
+}
+
+/* Is `pid` this process's parent, grandparent ...? (A traced program that
+ * runs another traced program with the same output: waiting for the spool
+ * would wait for ourselves.) */
+static int is_ancestor(int pid) {
+  for (int p = (int)getppid(), depth = 0; p > 1 && depth < 64; depth++) {
+    if (p == pid) return 1;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", p);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')'); /* comm may contain spaces */
+    if (!close_paren || sscanf(close_paren + 1, " %*c %d", &p) != 1) return 0;
+  }
+  return 0;
+}
+
 int gl_spool_open(const char *output_path) {
   snprintf(out_path, sizeof out_path, "%s", output_path);
   if (snprintf(spool_path, sizeof spool_path, "%s.spool", output_path) >=
@@ -110,6 +152,12 @@ int gl_spool_open(const char *output_path) {
     if (spool_fd < 0) return fail_open(strerror(errno));
     if (flock(spool_fd, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK) return fail_open(strerror(errno));
+      int holder = lock_holder(spool_fd);
+      if (holder && is_ancestor(holder)) {
+        char why[96];
+        snprintf(why, sizeof why, "process %d, which runs this one, is recording to it", holder);
+        return fail_open(why);
+      }
       /* The previous run on this output is still being converted: its trace
        * is about to be replaced, but the converter must not see its spool
        * truncated under it. */
