@@ -88,7 +88,7 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
     col = lambda name: events[name].to_numpy()[order]  # noqa: E731
     ev = col("event")
     thread = col("thread")
-    time = col("time").astype(np.int64)
+    time = col("time").astype(np.int64, copy=False)   # already a permuted copy
     n = len(ev)
 
     # Who runs after each row.
