@@ -35,31 +35,7 @@ I64MAX = np.iinfo(np.int64).max
 
 def build(trace, creation_quantile: float = 0.10) -> GrainGraph:
     """The grain graph of `trace` (a grainlab.trace.Trace)."""
-    with _small_pages():
-        return _Builder(trace, creation_quantile).run()
-
-
-class _small_pages:
-    """numpy asks for transparent huge pages on every large array; with the
-    kernel's THP `defrag=madvise` each such page fault may stall in direct
-    compaction. The builder makes hundreds of short-lived large arrays: at
-    10^6 grains that was 2.4 s of system time out of 5.3 s (0.9 s without).
-    Off while building, restored after."""
-
-    def __enter__(self):
-        try:
-            from numpy._core.multiarray import _set_madvise_hugepage
-        except ImportError:          # a numpy without the switch: leave it alone
-            self.restore = None
-            return self
-        self.restore = _set_madvise_hugepage
-        self.previous = _set_madvise_hugepage(False)
-        return self
-
-    def __exit__(self, *exc):
-        if self.restore is not None:
-            self.restore(self.previous)
-        return False
+    return _Builder(trace, creation_quantile).run()
 
 
 # -- small column helpers ----------------------------------------------------
