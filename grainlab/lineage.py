@@ -205,21 +205,30 @@ def _add_lineage(tasks, regions):
     # Implicit suffix ".p<r>.i<i>", or ".p<r>" for the single winner: the only
     # implicit task of its region that creates explicit tasks. The "i" keeps
     # implicit task i apart from the winner's explicit child i ("L.p<r>.<i>").
+    # (computed on the implicit rows only: a few per region, not 10^7 rows)
+    imp = np.flatnonzero(implicit)
+    imp_region = tasks["region"].to_numpy()[imp]
     ordinal = pd.Series(regions["ordinal"].to_numpy(), index=regions["id"].to_numpy())
-    region_ordinal = ordinal.reindex(tasks["region"].to_numpy()).to_numpy(
+    imp_ordinal = ordinal.reindex(imp_region).to_numpy(
         dtype=np.float64, na_value=-1).astype(np.int64)
-    creators = implicit & (children > 0)
-    creators_in_region = pd.Series(creators).groupby(tasks["region"].to_numpy()).transform("sum").to_numpy()
-    winner = creators & (creators_in_region == 1)
+    creators = children[imp] > 0
+    creators_in_region = pd.Series(creators).groupby(imp_region).transform("sum").to_numpy()
+    winner = np.zeros(n, dtype=bool)
+    winner[imp] = creators & (creators_in_region == 1)
 
     # Strings live in Arrow (one buffer per level, built by pyarrow.compute),
     # never as one Python object per task: 10^7 lineages cost ~0.2 GB, not ~1 GB.
-    team_index = tasks["team_index"].to_numpy()
-    suffix = pc.if_else(
-        pa.array(explicit),
-        _arrow_join(".", child_index),
-        pc.if_else(pa.array(winner), _arrow_join(".p", region_ordinal),
-                   _arrow_join(".p", region_ordinal, ".i", team_index)))
+    # Suffixes: explicit rows' then implicit rows'; suffix_at[row] finds a row's.
+    team_index = tasks["team_index"].to_numpy()[imp]
+    imp_winner = winner[imp]
+    ex_rows = np.flatnonzero(explicit)
+    suffix = pa.concat_arrays([
+        _arrow_join(".", child_index[ex_rows]),
+        pc.if_else(pa.array(imp_winner), _arrow_join(".p", imp_ordinal),
+                   _arrow_join(".p", imp_ordinal, ".i", team_index))])
+    suffix_at = np.zeros(n, dtype=np.int64)
+    suffix_at[ex_rows] = np.arange(len(ex_rows))
+    suffix_at[imp] = len(ex_rows) + np.arange(len(imp))
     tasks["winner"] = winner
 
     depth = np.full(n, -1, dtype=np.int64)
@@ -247,7 +256,7 @@ def _add_lineage(tasks, regions):
         level += 1
         names = pc.binary_join_element_wise(
             level_names[-1].take(pa.array(in_level[parent_pos[nxt]])),
-            suffix.take(pa.array(nxt)), _NOTHING)
+            suffix.take(pa.array(suffix_at[nxt])), _NOTHING)
         depth[nxt] = level
         in_level[nxt] = np.arange(len(nxt))
         level_rows.append(nxt)
@@ -270,10 +279,12 @@ def _arrow_join(*parts) -> pa.Array:
 
 
 def _region_identity(tasks, regions):
-    lineage = pd.Series(tasks["lineage"].to_numpy(dtype=object),
-                        index=tasks["id"].to_numpy(), dtype=object)
-    lineage = lineage[~lineage.index.duplicated()]
-    owner = lineage.reindex(regions["encountering_task"].to_numpy()).to_numpy(dtype=object)
+    # look up only the encountering tasks' lineages (never all 10^7 as objects)
+    pos = IdIndex(tasks["id"].to_numpy()).get(regions["encountering_task"].to_numpy())
+    owner = np.full(len(pos), None, dtype=object)
+    found = pos >= 0
+    owner[found] = tasks["lineage"].array.take(pos[found]).to_numpy(dtype=object)
+    owner[found & pd.isna(owner)] = None
     return _concat_known(owner, _join(".p", regions["ordinal"].to_numpy()))
 
 
