@@ -32,14 +32,14 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 GRAINLAB := $(VENV)/bin/grainlab
 DEMO_TRACE := out/fib.parquet
-DEMO_APP := $(BUILD)/examples/fib 25 8
+DEMO_APP := $(BUILD)/examples/fib 32 10
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test bench build setup packages clean distclean help
 
 help:
-	@echo "make demo       set up, build, record build/examples/fib and summarize the trace"
+	@echo "make demo       set up, build, record build/examples/fib 32 10, summarize and analyze the trace"
 	@echo "make test       set up, build, run the test suite (PYTEST_ARGS=... to pass options)"
 	@echo "make bench      set up, build, run benchmarks/collector_overhead.py (BENCH_ARGS=...)"
 	@echo "make build      set up and build the collector and examples into $(BUILD)/"
