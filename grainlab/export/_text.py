@@ -106,6 +106,37 @@ def optional(prefix: str, text: pa.Array, suffix: str) -> pa.Array:
     return pc.fill_null(joined, "")
 
 
+def fields(items) -> list:
+    """Pieces for one element-wise join of optional fields, from
+    (prefix, text, suffix) triples: a column without missing values keeps its
+    constant text around it (merged with the neighbours' constants), a column
+    with missing values becomes an array that is empty where the value is missing."""
+    pieces: list = []
+    pending = ""
+    for prefix, text, suffix in items:
+        if text.null_count == 0:
+            pieces += [pending + prefix, text]
+            pending = suffix
+        else:
+            if pending:
+                pieces.append(pending)
+                pending = ""
+            pieces.append(optional(prefix, text, suffix))
+    if pending:
+        pieces.append(pending)
+    return pieces
+
+
+def arrow_column(series: pd.Series) -> pa.Array:
+    """A column as Arrow, keeping categoricals dictionary-encoded (so the few
+    categories can be formatted once instead of every row)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return pa.DictionaryArray.from_arrays(
+            pa.array(series.cat.codes.to_numpy(), mask=series.isna().to_numpy()),
+            to_arrow(pd.Series(series.cat.categories.astype(object))))
+    return to_arrow(series)
+
+
 def join(pieces) -> pa.Array:
     """Element-wise concatenation of string arrays / str scalars."""
     return pc.binary_join_element_wise(*pieces, "")

@@ -110,34 +110,12 @@ def text_of(arr: pa.Array, gtype: str) -> pa.Array:
     return T.xml_escaped(arr)
 
 
-def arrow_column(series: pd.Series) -> pa.Array:
-    """A column as Arrow, keeping categoricals dictionary-encoded."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return pa.DictionaryArray.from_arrays(
-            pa.array(series.cat.codes.to_numpy(), mask=series.isna().to_numpy()),
-            T.to_arrow(pd.Series(series.cat.categories.astype(object))))
-    return T.to_arrow(series)
-
-
 def data_pieces(columns: list[tuple[Key, pa.Array]]) -> list:
     """`<data>` elements of rows, as pieces for one element-wise join: a value
     array with the constant text around it, or (for columns with missing values)
     an array that is empty where the value is missing."""
-    pieces: list = []
-    pending = ""
-    for key, arr in columns:
-        text = text_of(arr, key.type)
-        if text.null_count == 0:
-            pieces += [f'{pending}<data key="{key.id}">', text]
-            pending = "</data>"
-        else:
-            if pending:
-                pieces.append(pending)
-                pending = ""
-            pieces.append(T.optional(f'<data key="{key.id}">', text, "</data>"))
-    if pending:
-        pieces.append(pending)
-    return pieces
+    return T.fields((f'<data key="{key.id}">', text_of(arr, key.type), "</data>")
+                    for key, arr in columns)
 
 
 # ---------------------------------------------------------------------------
@@ -190,7 +168,7 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
         for start, stop in T.batches(len(nodes)):
             part = nodes.iloc[start:stop]
             pieces = ['    <node id="n', T.ints(pa.array(node_ids[start:stop])), '">']
-            pieces += data_pieces([(k, arrow_column(part[k.name])) for k in node_keys])
+            pieces += data_pieces([(k, T.arrow_column(part[k.name])) for k in node_keys])
             who = identity_text.take(owner_index(owner[start:stop], len(identity_text)))
             what = grain_text.take(owner_index(grain_owner[start:stop], len(grain_text)))
             pieces += [pc.fill_null(who, ""), pc.fill_null(what, ""),
@@ -204,7 +182,7 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
             pieces = ['    <edge id="e', T.ints(pa.array(np.arange(start, stop))),
                       '" source="n', T.ints(pa.array(src[start:stop])),
                       '" target="n', T.ints(pa.array(dst[start:stop])), '">']
-            pieces += data_pieces([(k, arrow_column(part[k.name])) for k in edge_keys])
+            pieces += data_pieces([(k, T.arrow_column(part[k.name])) for k in edge_keys])
             pieces += [graphics_edge.text(start, stop), "</edge>\n"]
             T.write_rows(f, T.join(pieces))
         f.write(b"  </graph>\n</graphml>\n")
@@ -243,7 +221,7 @@ def _owner_blocks(g, taken: set, first_index: int):
         if shown in shown_taken:
             shown = f"grain_{name}"
         shown_taken.add(shown)
-        arr = arrow_column(grains[name])
+        arr = T.arrow_column(grains[name])
         columns.append((key(shown, graphml_type(grains[name].dtype)), arr))
     return keys, identity_text, _block(columns)
 

@@ -200,30 +200,18 @@ def _grain_args(grains: pd.DataFrame, ident: pa.Array, ids: np.ndarray) -> pa.Ar
     """`"identity":...,"grain":...,"<column>":<value>,...` per grain; values
     that do not exist (NaN, inf: JSON has neither) are left out."""
     pieces = ['"identity":"', T.json_escaped(ident), '","grain":', T.ints(pa.array(ids))]
-    pending = ""
+    fields = []
     for name in grains.columns:
         if name == "identity":
             continue
-        column = grains[name]
-        if isinstance(column.dtype, pd.CategoricalDtype):
-            # the few categories are formatted, not every row
-            cats = T.to_arrow(pd.Series(column.cat.categories.astype(object)))
-            text = pa.DictionaryArray.from_arrays(
-                pa.array(column.cat.codes.to_numpy(), mask=column.isna().to_numpy()),
-                _json_value(cats)).dictionary_decode()
+        arr = T.arrow_column(grains[name])
+        if isinstance(arr, pa.DictionaryArray):  # the few categories are formatted, not every row
+            text = pa.DictionaryArray.from_arrays(arr.indices, _json_value(arr.dictionary)).dictionary_decode()
         else:
-            text = _json_value(T.to_arrow(column))
+            text = _json_value(arr)
         key = name.replace("\\", "\\\\").replace('"', '\\"')
-        if text.null_count == 0:
-            pieces += [f'{pending},"{key}":', text]
-            pending = ""
-        else:
-            if pending:
-                pieces.append(pending)
-                pending = ""
-            pieces.append(T.optional(f',"{key}":', text, ""))
-    if pending:
-        pieces.append(pending)
+        fields.append((f',"{key}":', text, ""))
+    pieces += T.fields(fields)
     return T.join(pieces)
 
 
