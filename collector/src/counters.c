@@ -246,10 +246,14 @@ static int classify(requested_counter *c) {
       c->available = perf_probe(c->perf_config, c->reason, sizeof c->reason);
       return 0;
     }
-  int is_preset = strncmp(c->name, "PAPI_", 5) == 0;
+  /* PAPI_* presets and component::event native names (perf::TASK-CLOCK) are
+   * PAPI's by their spelling: when PAPI cannot resolve one here (library or
+   * component disabled, e.g. libpfm4 finds no PMU on a VM) the counter is
+   * unavailable with PAPI's reason, not an unknown name. */
+  int is_papi_name = strncmp(c->name, "PAPI_", 5) == 0 || strstr(c->name, "::") != NULL;
 #ifdef GL_HAVE_PAPI
   if (!papi_init()) {
-    if (!is_preset) goto unknown;
+    if (!is_papi_name) goto unknown;
     c->source = SRC_PAPI;
     c->available = 0;
     snprintf(c->reason, sizeof c->reason, "%s", papi_failure);
@@ -257,7 +261,7 @@ static int classify(requested_counter *c) {
   }
   int code = 0;
   int rc = PAPI_event_name_to_code(c->name, &code);
-  if (rc != PAPI_OK && !is_preset) goto unknown;
+  if (rc != PAPI_OK && !is_papi_name) goto unknown;
   c->source = SRC_PAPI;
   c->papi_code = code;
   c->available = rc == PAPI_OK;
@@ -265,7 +269,7 @@ static int classify(requested_counter *c) {
   return 0;
 unknown:
 #else
-  if (is_preset) {
+  if (is_papi_name) {
     c->source = SRC_PAPI;
     c->available = 0;
     snprintf(c->reason, sizeof c->reason, "grainlab was built without PAPI");
