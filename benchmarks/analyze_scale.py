@@ -8,8 +8,8 @@
 Synthetic traces come from `grainlab.synth.generate` and are cached (by shape and size)
 under --cache-dir, so reruns only measure the analysis. Each size is measured in
 a FRESH Python process, so its peak memory (VmHWM of that process) is its own.
-Timed steps: `grainlab.load` (read + validate), graph build (`trace.graph()`),
-metrics (`grainlab.metrics.compute_all`, skipped and said so if absent).
+Timed steps, through `grainlab.analyze` (lazy, one attribute per step):
+load (`a.trace`: read + validate), graph build (`a.graph`), metrics (`a.metrics`).
 
 Targets (issue 3, "Performance"; 2-core machine): 10^6 grains <= 10 s and
 <= 4 GiB; 10^7 grains <= 120 s and <= 20 GiB; 10^7/10^6 time ratio <= 12.
@@ -59,24 +59,20 @@ def step(name, t):
 def work():
     # Imports are not analysis: load them before the clock starts.
     t0 = time.perf_counter()
-    import grainlab, grainlab.graph
-    try:
-        from grainlab.metrics import compute_all
-    except ImportError as e:
-        compute_all = None
-        result["skipped"].append(f"metrics (grainlab.metrics.compute_all unavailable: {e})")
+    import grainlab
     result["import_s"] = time.perf_counter() - t0
     t = (time.perf_counter(), time.process_time())
-    trace = grainlab.load(path)
+    # grainlab.analyze is lazy: each attribute is one pipeline step, timed apart.
+    a = grainlab.analyze(path)
+    trace = a.trace
     t = step("load", t)
-    g = trace.graph() if hasattr(trace, "graph") else grainlab.graph.build(trace)
+    g = a.graph
     t = step("graph", t)
     result["grains"] = int(len(g.grains)); result["nodes"] = int(len(g.nodes))
     result["edges"] = int(len(g.edges)); result["events"] = int(len(trace.events))
-    if compute_all is not None:
-        compute_all(g)
-        step("metrics", t)
-        result["metric_columns"] = int(len(g.grains.columns))
+    a.metrics
+    step("metrics", t)
+    result["metric_columns"] = int(len(g.grains.columns))
 
 if profile_to:
     import cProfile, pstats, io

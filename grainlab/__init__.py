@@ -5,9 +5,13 @@ level of grains (tasks and loop chunks).
     t = gl.load("fib.parquet")
     t.tasks()      # one row per task, with its lineage
     t.chunks()     # one row per loop chunk
+    a = gl.analyze("fib.parquet")   # the grain graph, metrics, problems (grainlab.analysis)
+    a.grains; a.problems(); a.by_location(); a.summary
 """
 from .errors import GrainlabError, TraceError
+from .analysis import Analysis, Comparison, analyze, open
 from .trace import Trace, load
 
 __version__ = "0.1.0"
-__all__ = ["load", "Trace", "GrainlabError", "TraceError", "__version__"]
+__all__ = ["load", "Trace", "analyze", "open", "Analysis", "Comparison", "GrainlabError",
+           "TraceError", "__version__"]

@@ -62,6 +62,7 @@ class Trace:
         self.row_group_sizes = row_group_sizes
         self.complete = bool(meta.get("complete", False))
         self.problems: list[str] = []
+        self._graph = None
         if not self.complete:
             self.problems.append(
                 "run did not end normally (end reason: "
@@ -169,9 +170,15 @@ class Trace:
 
     def graph(self, **kw):
         """The grain graph of this trace (docs/graph-model.md):
-        `grainlab.graph.build(self, **kw)`, built anew on each call."""
+        `grainlab.graph.build(self, **kw)`. Built once and cached when called
+        without options (metric columns added to it stay); with options, built
+        anew each call."""
         from .graph import build
-        return build(self, **kw)
+        if kw:
+            return build(self, **kw)
+        if self._graph is None:
+            self._graph = build(self)
+        return self._graph
 
     def summary(self) -> dict:
         """Counts and facts about the run (what `grainlab info --json` prints)."""

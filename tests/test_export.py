@@ -30,15 +30,10 @@ SYNTH = [("fork-join", 120), ("spine", 150), ("loop", 64), ("random", 200)]
 
 
 def graph_of(path):
-    trace = gl.load(path)
-    g = trace.graph() if hasattr(trace, "graph") else __import__(
-        "grainlab.graph", fromlist=["build"]).build(trace)
-    try:
-        from grainlab.metrics import compute_all
-    except ImportError:
-        return g
-    compute_all(g)
-    return g
+    """The grain graph with every metric column, as `grainlab export` has it."""
+    a = gl.analyze(path)
+    a.metrics  # noqa: B018  (adds the metric columns)
+    return a.graph
 
 
 @pytest.fixture(scope="module", params=SYNTH, ids=[s for s, _ in SYNTH])

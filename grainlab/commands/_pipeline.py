@@ -1,47 +1,18 @@
-"""Shared by `analyze` and `compare`: trace -> graph -> metrics, with progress.
-
-Progress goes to stderr, one line per step, only when stderr is a terminal or
-the run has already taken a while (so quick runs and pipes stay quiet).
-"""
+"""Shared by the commands: the progress reporter (grainlab.progress), the
+incomplete-trace warning, durations for people."""
 from __future__ import annotations
 
 import sys
-import time
 
-from ..trace import load
+from ..progress import Progress
 
-SLOW_SECONDS = 3.0
+__all__ = ["Progress", "warn_incomplete", "fmt_ns"]
 
-
-class Progress:
-    def __init__(self, enabled=None):
-        self.t0 = time.monotonic()
-        self.tty = sys.stderr.isatty() if enabled is None else enabled
-
-    def __call__(self, message: str):
-        elapsed = time.monotonic() - self.t0
-        if self.tty or elapsed > SLOW_SECONDS:
-            print(f"grainlab: [{elapsed:6.1f} s] {message} ...", file=sys.stderr, flush=True)
-
-
-def graph_of(path, progress):
-    """Load and validate the trace at `path`, build its grain graph."""
-    progress(f"loading {path}")
-    trace = load(path)
-    progress(f"building the grain graph ({len(trace.events)} events)")
-    return trace, trace.graph()
-
-
-def program_of(trace) -> str:
-    cmd = trace.meta.get("command")
-    if isinstance(cmd, list) and cmd:
-        return " ".join(map(str, cmd))
-    return str(cmd or "?")
-
-
-def warn_incomplete(trace):
-    if not trace.complete:
-        print(f"grainlab: warning: {trace.path} is incomplete: " + "; ".join(trace.problems),
+def warn_incomplete(analysis):
+    """One stderr line when the analysed trace is incomplete (what is missing)."""
+    run = analysis.run
+    if not run["complete"]:
+        print(f"grainlab: warning: {run['trace']} is incomplete: " + "; ".join(run["problems"]),
               file=sys.stderr)
 
 

@@ -7,16 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-
-import numpy as np
-import pandas as pd
 
 from .. import problems as P
-from ..metrics import compute_all
+from ..analysis import Analysis
 from ..metrics import instantaneous_parallelism as ip
-from ..symbolize import grain_locations
-from ._pipeline import Progress, fmt_ns, graph_of, program_of, warn_incomplete
+from ._pipeline import Progress, fmt_ns, warn_incomplete
 
 HELP = "find performance problems in a trace (metrics, problems, source locations)"
 EPILOG = """\
@@ -56,19 +51,13 @@ def run(args) -> int:
     interval = _interval(args.interval, UsageError)
     if args.top < 0:
         raise UsageError("--top must be >= 0")
-    progress = Progress()
-    trace, g = graph_of(args.trace, progress)
-    summary = compute_all(g, interval=interval, progress=progress)
-    progress("source locations")
-    locations = grain_locations(g, trace.meta)
-    resolved = P.resolve(th, summary)
-    found = P.evaluate(g, resolved, locations, top=args.top)
-    report = build_report(trace, g, summary, found, resolved, locations, args.top)
+    a = Analysis(args.trace, thresholds=th, interval=interval, progress=Progress())
+    report = a.report(args.top)
     if args.json:
-        print(json.dumps(_jsonable(report)))
+        print(json.dumps(report))
     else:
         print(render(report))
-    warn_incomplete(trace)
+    warn_incomplete(a)
     return 0
 
 
@@ -82,68 +71,6 @@ def _interval(text, UsageError):
     if value <= 0:
         raise UsageError("--interval must be a positive number of ns")
     return value
-
-
-def build_report(trace, g, summary, found, th, locations, top) -> dict:
-    gr = g.grains
-    report = {
-        "trace": str(trace.path),
-        "program": program_of(trace),
-        "complete": bool(trace.complete),
-        **{k: summary[k] for k in ("grains", "tasks", "chunks", "work_ns", "grain_work_ns",
-                                   "span_ns", "parallelism", "critical_path", "cores_used")},
-        "thresholds": th,
-        "problems": found,
-        "instantaneous_parallelism": summary["instantaneous_parallelism"],
-        "time_decomposition": summary["time_decomposition"],
-        "memory_hierarchy_utilization": summary["memory_hierarchy_utilization"],
-        "scatter_distance": summary["scatter_distance"],
-        "locations": top_locations(gr, locations, found, th, top),
-        "critical_path_grains": critical_grains(gr, locations, summary["critical_path"], top),
-    }
-    return report
-
-
-def top_locations(gr, locations, found, th, top) -> list:
-    """Every source location with its grains and work, and the % of its grains
-    flagged by each available problem (thesis Fig. 5.8), by work."""
-    if len(gr) == 0:
-        return []
-    df = pd.DataFrame({"location": locations.to_numpy(), "work": gr["work"].to_numpy(np.int64)})
-    for name, res in found.items():
-        if res["available"]:
-            rule = P.RULES[name]
-            v = gr[name].to_numpy(np.float64)
-            with np.errstate(invalid="ignore"):
-                df[name] = (v < th[name]) if rule.below else (v > th[name])
-    flags = [c for c in df.columns if c in P.RULES]
-    by = df.groupby("location", sort=False).agg(
-        grains=("work", "size"), work_ns=("work", "sum"), **{f: (f, "mean") for f in flags})
-    by = by.sort_values("work_ns", ascending=False).head(top)
-    total = max(int(gr["work"].sum()), 1)
-    return [{"location": str(loc), "grains": int(r["grains"]), "work_ns": int(r["work_ns"]),
-             "work_percent": 100.0 * float(r["work_ns"]) / total,
-             "problem_percent": {f: 100.0 * float(r[f]) for f in flags}}
-            for loc, r in by.iterrows()]
-
-
-def critical_grains(gr, locations, path, top) -> list:
-    ids = np.asarray(path, np.int64)[:top] if top else np.zeros(0, np.int64)
-    return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": str(gr.at[i, "identity"]),
-             "location": str(locations.iloc[i]), "work_ns": int(gr.at[i, "work"])}
-            for i in ids.tolist()]
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    return x
 
 
 # ---------------------------------------------------------------------------

@@ -8,15 +8,10 @@ import argparse
 import json
 import os
 
-import numpy as np
-import pandas as pd
-
 from .. import problems as P
+from ..analysis import Analysis
 from ..errors import GrainlabError, UsageError
-from ..metrics import time_decomposition, work_deviation
-from ..symbolize import grain_locations
-from ._pipeline import Progress, fmt_ns, graph_of, program_of, warn_incomplete
-from .analyze import _jsonable
+from ._pipeline import Progress, fmt_ns, warn_incomplete
 
 HELP = "work deviation between two runs of the same program, grain by grain"
 EPILOG = """\
@@ -52,18 +47,16 @@ def run(args) -> int:
     if args.top < 0:
         raise UsageError("--top must be >= 0")
     progress = Progress()
-    trace_a, ga = graph_of(args.a, progress)
-    trace_b, gb = graph_of(args.b, progress)
-    check_same_program(trace_a, trace_b)
+    a, b = Analysis(args.a, progress=progress), Analysis(args.b, progress=progress)
+    check_same_program(a.trace, b.trace)
     progress("matching grains by identity")
-    top = None if args.all else args.top
-    report = compare(trace_a, ga, trace_b, gb, float(th), top)
+    report = b.compare(a, threshold=float(th)).report(None if args.all else args.top)
     if args.json:
-        print(json.dumps(_jsonable(report)))
+        print(json.dumps(report))
     else:
         print(render(report))
-    warn_incomplete(trace_a)
-    warn_incomplete(trace_b)
+    warn_incomplete(a)
+    warn_incomplete(b)
     return 0
 
 
@@ -75,64 +68,6 @@ def check_same_program(ta, tb):
     if a and b and a != b:
         raise GrainlabError(f"{ta.path} and {tb.path} are traces of different programs "
                             f"({a} vs {b}): grains can only be matched within one program")
-
-
-def compare(ta, ga, tb, gb, threshold: float, top) -> dict:
-    """The comparison as a dict; `top` None lists every grain and location."""
-    info = work_deviation.compute(gb, ga)
-    if info["matched"] == 0 and (len(ga.grains) or len(gb.grains)):
-        raise GrainlabError(f"{tb.path}: no grain matches a grain of {ta.path} by identity "
-                            "(different programs or inputs?)")
-    gr = gb.grains
-    dev = gr[work_deviation.COLUMN].to_numpy(np.float64)
-    matched = ~np.isnan(dev)
-    pos = work_deviation.match(ga.grains, gr)
-    work_a = np.where(pos >= 0, ga.grains["work"].to_numpy(np.int64)[np.maximum(pos, 0)], 0)
-    work_b = gr["work"].to_numpy(np.int64)
-    loc = grain_locations(gb, tb.meta).to_numpy()
-    with np.errstate(invalid="ignore"):
-        inflated = dev > threshold
-    crit = gr["on_critical_path"].to_numpy(bool)
-
-    sa, sb = time_decomposition.summary(ga), time_decomposition.summary(gb)
-    terms = time_decomposition.speedup_terms(sb, sa)
-
-    df = pd.DataFrame({"location": loc[matched], "a": work_a[matched], "b": work_b[matched],
-                       "inflated": inflated[matched]})
-    by = df.groupby("location", sort=False).agg(grains=("a", "size"), work_a_ns=("a", "sum"),
-                                                 work_b_ns=("b", "sum"),
-                                                 inflated=("inflated", "sum"))
-    by["work_deviation"] = work_deviation.ratio(by["work_b_ns"].to_numpy(),
-                                                by["work_a_ns"].to_numpy())
-    by = by.sort_values("work_b_ns", ascending=False)
-    if top is not None:
-        by = by.head(top)
-    idx = np.flatnonzero(matched)
-    order = idx[np.lexsort((-work_b[idx], -np.nan_to_num(dev[idx], posinf=1e300)))]
-    if top is not None:
-        order = order[:top]
-    n = len(gr)
-    return {
-        "a": str(ta.path), "b": str(tb.path), "program": program_of(tb),
-        "threads_a": sa["threads"], "threads_b": sb["threads"],
-        "grains_a": info["grains_a"], "grains_b": info["grains_b"], "matched": info["matched"],
-        "only_a": info["grains_a"] - info["matched"], "only_b": n - info["matched"],
-        "work_a_ns": info["work_a_matched_ns"], "work_b_ns": info["work_b_matched_ns"],
-        "work_deviation": float(work_deviation.ratio(np.array([info["work_b_matched_ns"]]),
-                                                     np.array([info["work_a_matched_ns"]]))[0]),
-        "threshold": threshold,
-        "inflated": {"grains": int(inflated.sum()),
-                     "percent": 100.0 * int(inflated.sum()) / n if n else 0.0,
-                     "on_critical_path": int((inflated & crit).sum())},
-        "time_decomposition": {"a": sa, "b": sb, **terms},
-        "locations": [{"location": str(k), "grains": int(r.grains), "work_a_ns": int(r.work_a_ns),
-                       "work_b_ns": int(r.work_b_ns), "work_deviation": float(r.work_deviation),
-                       "inflated": int(r.inflated)} for k, r in by.iterrows()],
-        "grains": [{"grain": int(i), "identity": str(gr.at[i, "identity"]),
-                    "kind": str(gr.at[i, "kind"]), "location": str(loc[i]),
-                    "work_a_ns": int(work_a[i]), "work_b_ns": int(work_b[i]),
-                    "work_deviation": float(dev[i])} for i in order.tolist()],
-    }
 
 
 def render(r: dict) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
 from pathlib import Path
 
+from ..analysis import Analysis
 from ..errors import GrainlabError, UsageError
+from ._pipeline import Progress, warn_incomplete
 
 HELP = "export the grain graph as GraphML (yEd, Cytoscape) or Perfetto JSON"
 
@@ -44,55 +44,32 @@ def run(args) -> int:
     for out in outputs:
         _check_writable(out)
 
-    progress = _Progress(quiet=args.quiet)
-    g = load_graph(args.trace, metrics=not args.no_metrics, progress=progress)
+    progress = Progress(quiet=args.quiet)
+    g = graph_for_export(Analysis(args.trace, progress=progress), metrics=not args.no_metrics)
     if args.graphml:
-        with progress.step(f"writing {args.graphml}"):
-            from ..export import write_graphml
-            info = _atomic(Path(args.graphml), lambda p: write_graphml(g, p, reduced=args.reduced))
+        progress(f"writing {args.graphml}")
+        from ..export import write_graphml
+        info = _atomic(Path(args.graphml), lambda p: write_graphml(g, p, reduced=args.reduced))
         print(f"{args.graphml}: GraphML{' (reduced)' if args.reduced else ''}, "
               f"{info['nodes']} nodes, {info['edges']} edges, {_mb(info['bytes'])}")
     if args.perfetto:
-        with progress.step(f"writing {args.perfetto}"):
-            from ..export import write_perfetto
-            info = _atomic(Path(args.perfetto), lambda p: write_perfetto(g, p))
+        progress(f"writing {args.perfetto}")
+        from ..export import write_perfetto
+        info = _atomic(Path(args.perfetto), lambda p: write_perfetto(g, p))
         print(f"{args.perfetto}: trace-event JSON, {info['grain_slices']} grain slices, "
               f"{info['slices']} slices, {info['flows']} flows, {_mb(info['bytes'])}")
     return 0
 
 
-def load_graph(path, metrics=True, progress=None):
-    """Trace -> grain graph (with metric columns when grainlab.metrics exists)."""
-    progress = progress or _Progress(quiet=True)
-    from ..trace import load
-    with progress.step("loading trace"):
-        trace = load(path)
-    if not trace.complete:
-        print(f"grainlab: warning: {trace.path} is incomplete: "
-              + "; ".join(trace.problems), file=sys.stderr)
-    with progress.step("building grain graph"):
-        g = trace.graph()
-    _add_source_locations(g, trace)
+def graph_for_export(a, metrics=True):
+    """The analysis's grain graph with a `source` column (file:line (function))
+    for labels and, unless `metrics` is False, every metric column."""
+    g = a.graph
+    g.grains["source"] = a.locations.to_numpy()   # before the metrics: column order as ever
     if metrics:
-        try:
-            from ..metrics import compute_all
-        except ImportError:
-            compute_all = None
-        if compute_all is not None:
-            with progress.step("computing metrics"):
-                compute_all(g)
+        a.metrics  # noqa: B018  (adds the metric columns to the graph)
+    warn_incomplete(a)
     return g
-
-
-def _add_source_locations(g, trace) -> None:
-    """`source` column (file:line (function)) from the code addresses, for labels."""
-    if "source" in g.grains.columns:
-        return
-    try:
-        from ..symbolize import grain_locations
-    except ImportError:
-        return
-    g.grains["source"] = grain_locations(g, trace.meta).to_numpy()
 
 
 def _check_writable(out: Path) -> None:
@@ -122,25 +99,3 @@ def _atomic(out: Path, write):
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n} bytes"
-
-
-class _Progress:
-    """One stderr line per step that took long enough to notice."""
-
-    def __init__(self, quiet: bool):
-        self.quiet = quiet or not sys.stderr.isatty()
-
-    def step(self, what: str):
-        progress = self
-
-        class _Step:
-            def __enter__(self):
-                self.t0 = time.perf_counter()
-                if not progress.quiet:
-                    print(f"grainlab: {what}...", file=sys.stderr, flush=True)
-
-            def __exit__(self, *exc):
-                dt = time.perf_counter() - self.t0
-                if not progress.quiet and exc[0] is None and dt >= 1.0:
-                    print(f"grainlab: {what}: {dt:.1f} s", file=sys.stderr, flush=True)
-        return _Step()

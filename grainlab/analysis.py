@@ -1,0 +1,403 @@
+"""One analysis of one trace, shared by the CLI, the web app and notebooks.
+
+    import grainlab as gl
+    a = gl.analyze("fib.parquet")    # lazy: nothing is computed until asked for
+    a.grains                         # DataFrame, one row per grain: every metric + location
+    a.problems()                     # DataFrame, one row per problem metric
+    a.by_location()                  # DataFrame, one row per source location
+    a.summary                        # dict: what `grainlab analyze --json` prints
+    a.critical_path                  # grain ids on the critical path, in path order
+    c = a.compare(gl.analyze("one-thread.parquet"))   # Comparison: work deviation
+    a.save("fib.analysis")           # Parquet + JSON; gl.open("fib.analysis") reads it back
+
+Data flows one way: trace -> graph (`Trace.graph()`, cached) -> metrics
+(`grainlab.metrics.compute_all`, once) -> source locations -> problems. Every
+view reads these results; none recomputes a metric its own way.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import problems as P
+from .errors import GrainlabError
+
+DEFAULT_TOP = 10
+
+
+def analyze(trace_or_path, *, reference=None, thresholds=None, interval="median",
+            progress=None) -> "Analysis":
+    """An Analysis of a trace (a `grainlab.Trace` or a path to one).
+
+    reference:  another run of the same program (Analysis, Trace or path) ->
+                `work_deviation` per grain (usually a 1-thread run)
+    thresholds: {metric: value | "auto"} overriding the defaults (docs/metrics.md)
+    interval:   "median" | "min" | "gap" | ns, for instantaneous parallelism
+    progress:   optional callable(str), told before each long step
+    """
+    return Analysis(trace_or_path, reference=reference, thresholds=thresholds,
+                    interval=interval, progress=progress)
+
+
+class Analysis:
+    """Lazy, cached results of analyzing one trace (see the module doc)."""
+
+    def __init__(self, trace_or_path, *, reference=None, thresholds=None,
+                 interval="median", progress=None):
+        from .trace import Trace
+        self._progress = progress or (lambda _msg: None)
+        if isinstance(trace_or_path, Trace):
+            self.__dict__["trace"] = trace_or_path
+            self.path = Path(trace_or_path.path)
+        else:
+            self.path = Path(trace_or_path)
+        self.thresholds = P.thresholds(flags=None) if thresholds is None else \
+            {**P.default_thresholds(), **{k: P.parse_value(k, v, "thresholds")
+                                          for k, v in thresholds.items()}}
+        self.interval = interval
+        self._reference = reference
+
+    def __repr__(self):
+        return f"<grainlab.Analysis {self.path}>"
+
+    # -- the pipeline, one cached step each ---------------------------------
+    @cached_property
+    def trace(self):
+        from .trace import load
+        self._progress(f"loading {self.path}")
+        return load(self.path)
+
+    @cached_property
+    def graph(self):
+        """The grain graph (`Trace.graph()`); the metric columns join its
+        `grains` table when `metrics` (or `grains`, a report...) is first used."""
+        self._progress(f"building the grain graph ({len(self.trace.events)} events)")
+        return self.trace.graph()
+
+    @cached_property
+    def metrics(self) -> dict:
+        """Graph-level metric values (the dict `grainlab.metrics.compute_all`
+        returns); computing them adds every per-grain metric column to the graph."""
+        from .metrics import compute_all
+        ref = self.reference
+        return compute_all(self.graph, interval=self.interval, progress=self._progress,
+                           reference=None if ref is None else ref.graph)
+
+    @cached_property
+    def reference(self) -> "Analysis | None":
+        ref = self._reference
+        if ref is None or isinstance(ref, Analysis):
+            return ref
+        return Analysis(ref, thresholds=self.thresholds, interval=self.interval,
+                        progress=self._progress)
+
+    @cached_property
+    def locations(self) -> pd.Series:
+        """Source location of every grain (`file:line (function)`), index = grain id."""
+        from .symbolize import grain_locations
+        g = self.graph
+        self._progress("source locations")
+        return pd.Series(grain_locations(g, g.meta).to_numpy(), index=g.grains.index,
+                         name="location")
+
+    @cached_property
+    def resolved_thresholds(self) -> dict:
+        """Thresholds with "auto" replaced by this run's cores used / per socket."""
+        return P.resolve(self.thresholds, self.metrics)
+
+    @cached_property
+    def grains(self) -> pd.DataFrame:
+        """One row per grain: the graph's grain columns, every metric, `location`."""
+        self.metrics  # noqa: B018  (adds the metric columns)
+        gr = self.graph.grains
+        return gr.assign(location=self.locations.to_numpy()) if len(gr) else \
+            gr.assign(location=pd.Series([], dtype=object))
+
+    @cached_property
+    def run(self) -> dict:
+        """Facts about the run the report states: trace path, complete, problems
+        (recoverable damage), program (its command line)."""
+        t = self.trace
+        return {"trace": str(t.path), "complete": bool(t.complete),
+                "problems": list(t.problems), "program": program_of(t.meta)}
+
+    @property
+    def critical_path(self) -> np.ndarray:
+        """Grain ids on the critical path, in path order."""
+        return np.asarray(self.metrics["critical_path"], dtype=np.int64)
+
+    # -- problems and locations ---------------------------------------------
+    def _found(self, top) -> dict:
+        self.metrics  # noqa: B018  (adds the metric columns)
+        return P.evaluate(self.graph, self.resolved_thresholds, self.locations, top=top)
+
+    def problems(self, top: int = DEFAULT_TOP) -> pd.DataFrame:
+        """One row per problem metric (thesis §5.4.3): threshold, direction,
+        available, grains, percent, on_critical_path, work_ns, meaning, and the
+        `top` source locations responsible (a list of dicts)."""
+        found = self._found(top)
+        return pd.DataFrame.from_dict(found, orient="index").rename_axis("metric")
+
+    def by_location(self) -> pd.DataFrame:
+        """One row per source location, by work: grains, work_ns, work_percent
+        and the % of its grains flagged by each available problem (thesis Fig. 5.8)."""
+        rows = top_locations(self.graph.grains, self.locations, self._found(0),
+                             self.resolved_thresholds, None)
+        if not rows:
+            return pd.DataFrame(columns=["grains", "work_ns", "work_percent"]).rename_axis(
+                "location")
+        flat = [{"location": r["location"], "grains": r["grains"], "work_ns": r["work_ns"],
+                 "work_percent": r["work_percent"],
+                 **{f"{k}_percent": v for k, v in r["problem_percent"].items()}} for r in rows]
+        return pd.DataFrame(flat).set_index("location")
+
+    def report(self, top: int = DEFAULT_TOP) -> dict:
+        """What `grainlab analyze --json --top N` prints (JSON-able)."""
+        g, summary, run = self.graph, self.metrics, self.run
+        found = self._found(top)
+        th = self.resolved_thresholds
+        return jsonable({
+            "trace": run["trace"],
+            "program": run["program"],
+            "complete": run["complete"],
+            **{k: summary[k] for k in ("grains", "tasks", "chunks", "work_ns", "grain_work_ns",
+                                       "span_ns", "parallelism", "critical_path",
+                                       "cores_used")},
+            "thresholds": th,
+            "problems": found,
+            "instantaneous_parallelism": summary["instantaneous_parallelism"],
+            "time_decomposition": summary["time_decomposition"],
+            "memory_hierarchy_utilization": summary["memory_hierarchy_utilization"],
+            "scatter_distance": summary["scatter_distance"],
+            "locations": top_locations(g.grains, self.locations, found, th, top),
+            "critical_path_grains": critical_grains(g.grains, self.locations,
+                                                    summary["critical_path"], top),
+        })
+
+    @cached_property
+    def summary(self) -> dict:
+        """`report()` with the default top 10: what `grainlab analyze --json` prints."""
+        return self.report(DEFAULT_TOP)
+
+    def compare(self, other, *, threshold: float | None = None) -> "Comparison":
+        """Work deviation of this run against `other`, the reference run
+        (an Analysis, Trace or path; usually 1 thread), per grain and per location."""
+        ref = other if isinstance(other, Analysis) else Analysis(other, progress=self._progress)
+        th = self.thresholds["work_deviation"] if threshold is None else threshold
+        return Comparison(ref, self, float(th))
+
+    # -- Jupyter ----------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        s = self.summary
+        head = (f"<b>{_esc(s['program'])}</b> ({_esc(s['trace'])})<br>"
+                f"{s['grains']} grains ({s['tasks']} tasks, {s['chunks']} chunks), "
+                f"span {s['span_ns']} ns, parallelism {s['parallelism']:.3g}")
+        cols = ["threshold", "direction", "available", "grains", "percent", "on_critical_path"]
+        return head + self.problems()[cols].to_html(float_format=lambda v: f"{v:.3g}")
+
+    # -- save / open ---------------------------------------------------------------
+    def save(self, directory) -> Path:
+        """Write the graph, its metric columns and the summary to `directory`
+        (Parquet + JSON), keyed by the trace's content and grainlab's version:
+        `grainlab.open(directory)` reads it back without rebuilding the graph."""
+        from . import saved
+        return saved.save(self, Path(directory))
+
+
+def open(directory, *, progress=None) -> Analysis:  # noqa: A001 (gl.open is the API)
+    """Reopen an analysis saved with `Analysis.save`. If its trace has changed
+    since (content key) or it was saved by another grainlab version, it is
+    rebuilt from the trace, never trusted."""
+    from . import saved
+    return saved.open_saved(Path(directory), progress=progress)
+
+
+# ---------------------------------------------------------------------------
+# Comparison of two runs
+
+
+class Comparison:
+    """Run B (`b`) against reference run A (`a`), grains matched by identity.
+
+    grains     DataFrame, one row per grain of B matched in A: identity, kind,
+               location, work_a_ns, work_b_ns, work_deviation, inflated
+    locations  DataFrame, one row per source location of B: grains, work_a_ns,
+               work_b_ns, work_deviation, inflated (grains)
+    report(top) / summary: what `grainlab compare --json` prints
+    """
+
+    def __init__(self, a: Analysis, b: Analysis, threshold: float):
+        from .metrics import time_decomposition, work_deviation
+        self.a, self.b, self.threshold = a, b, threshold
+        ga, gb = a.graph, b.graph
+        self.info = work_deviation.compute(gb, ga)
+        if self.info["matched"] == 0 and (len(ga.grains) or len(gb.grains)):
+            raise GrainlabError(f"{b.path}: no grain matches a grain of {a.path} by identity "
+                                "(different programs or inputs?)")
+        gr = gb.grains
+        dev = gr[work_deviation.COLUMN].to_numpy(np.float64)
+        pos = work_deviation.match(ga.grains, gr)
+        work_a = np.where(pos >= 0, ga.grains["work"].to_numpy(np.int64)[np.maximum(pos, 0)], 0)
+        with np.errstate(invalid="ignore"):
+            inflated = dev > threshold
+        self.matched = ~np.isnan(dev)
+        self.inflated = inflated
+        self.per_grain = pd.DataFrame({
+            "identity": gr["identity"].to_numpy(), "kind": gr["kind"].to_numpy(),
+            "location": b.locations.to_numpy(), "work_a_ns": work_a,
+            "work_b_ns": gr["work"].to_numpy(np.int64), "work_deviation": dev,
+            "inflated": inflated, "on_critical_path": gr["on_critical_path"].to_numpy(bool)},
+            index=gr.index)
+        self.time_a = time_decomposition.summary(ga)
+        self.time_b = time_decomposition.summary(gb)
+        self.terms = time_decomposition.speedup_terms(self.time_b, self.time_a)
+
+    @cached_property
+    def grains(self) -> pd.DataFrame:
+        return self.per_grain[self.matched]
+
+    @cached_property
+    def locations(self) -> pd.DataFrame:
+        from .metrics import work_deviation
+        m = self.grains
+        by = m.groupby("location", sort=False).agg(
+            grains=("work_a_ns", "size"), work_a_ns=("work_a_ns", "sum"),
+            work_b_ns=("work_b_ns", "sum"), inflated=("inflated", "sum"))
+        by["work_deviation"] = work_deviation.ratio(by["work_b_ns"].to_numpy(),
+                                                    by["work_a_ns"].to_numpy())
+        return by.sort_values("work_b_ns", ascending=False)
+
+    def report(self, top: int | None = DEFAULT_TOP) -> dict:
+        """What `grainlab compare --json` prints; `top` None lists everything."""
+        from .metrics import work_deviation
+        info, a, b = self.info, self.a, self.b
+        by = self.locations if top is None else self.locations.head(top)
+        pg = self.per_grain
+        dev = pg["work_deviation"].to_numpy()
+        work_b = pg["work_b_ns"].to_numpy()
+        idx = np.flatnonzero(self.matched)
+        order = idx[np.lexsort((-work_b[idx], -np.nan_to_num(dev[idx], posinf=1e300)))]
+        if top is not None:
+            order = order[:top]
+        n = len(pg)
+        inflated, crit = self.inflated, pg["on_critical_path"].to_numpy()
+        return jsonable({
+            "a": a.run["trace"], "b": b.run["trace"], "program": b.run["program"],
+            "threads_a": self.time_a["threads"], "threads_b": self.time_b["threads"],
+            "grains_a": info["grains_a"], "grains_b": info["grains_b"],
+            "matched": info["matched"],
+            "only_a": info["grains_a"] - info["matched"], "only_b": n - info["matched"],
+            "work_a_ns": info["work_a_matched_ns"], "work_b_ns": info["work_b_matched_ns"],
+            "work_deviation": float(work_deviation.ratio(
+                np.array([info["work_b_matched_ns"]]), np.array([info["work_a_matched_ns"]]))[0]),
+            "threshold": self.threshold,
+            "inflated": {"grains": int(inflated.sum()),
+                         "percent": 100.0 * int(inflated.sum()) / n if n else 0.0,
+                         "on_critical_path": int((inflated & crit).sum())},
+            "time_decomposition": {"a": self.time_a, "b": self.time_b, **self.terms},
+            "locations": [{"location": str(k), "grains": int(r.grains),
+                           "work_a_ns": int(r.work_a_ns), "work_b_ns": int(r.work_b_ns),
+                           "work_deviation": float(r.work_deviation),
+                           "inflated": int(r.inflated)} for k, r in by.iterrows()],
+            "grains": [{"grain": int(i), "identity": str(pg.at[i, "identity"]),
+                        "kind": str(pg.at[i, "kind"]), "location": str(pg.at[i, "location"]),
+                        "work_a_ns": int(pg.at[i, "work_a_ns"]),
+                        "work_b_ns": int(pg.at[i, "work_b_ns"]),
+                        "work_deviation": float(pg.at[i, "work_deviation"])}
+                       for i in order.tolist()],
+        })
+
+    @cached_property
+    def summary(self) -> dict:
+        return self.report(DEFAULT_TOP)
+
+
+# ---------------------------------------------------------------------------
+# Pieces of the report (columns in, plain dicts out)
+
+
+def top_locations(gr, locations, found, th, top) -> list:
+    """Every source location with its grains and work, and the % of its grains
+    flagged by each available problem (thesis Fig. 5.8), by work: the first
+    `top` of them (None: all)."""
+    if len(gr) == 0:
+        return []
+    df = pd.DataFrame({"location": np.asarray(locations),
+                       "work": gr["work"].to_numpy(np.int64)})
+    for name, res in found.items():
+        if res["available"]:
+            rule = P.RULES[name]
+            v = gr[name].to_numpy(np.float64)
+            with np.errstate(invalid="ignore"):
+                df[name] = (v < th[name]) if rule.below else (v > th[name])
+    flags = [c for c in df.columns if c in P.RULES]
+    by = df.groupby("location", sort=False).agg(
+        grains=("work", "size"), work_ns=("work", "sum"), **{f: (f, "mean") for f in flags})
+    by = by.sort_values("work_ns", ascending=False)
+    if top is not None:
+        by = by.head(top)
+    total = max(int(gr["work"].sum()), 1)
+    return [{"location": str(loc), "grains": int(r["grains"]), "work_ns": int(r["work_ns"]),
+             "work_percent": 100.0 * float(r["work_ns"]) / total,
+             "problem_percent": {f: 100.0 * float(r[f]) for f in flags}}
+            for loc, r in by.iterrows()]
+
+
+def critical_grains(gr, locations, path, top) -> list:
+    ids = np.asarray(path, np.int64)[:top] if top else np.zeros(0, np.int64)
+    locations = np.asarray(locations)
+    return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": str(gr.at[i, "identity"]),
+             "location": str(locations[i]), "work_ns": int(gr.at[i, "work"])}
+            for i in ids.tolist()]
+
+
+def program_of(meta: dict) -> str:
+    """The run's command line, from trace metadata."""
+    cmd = meta.get("command")
+    if isinstance(cmd, list) and cmd:
+        return " ".join(map(str, cmd))
+    return str(cmd or "?")
+
+
+def jsonable(x):
+    """Plain JSON types: numpy scalars unwrapped, non-finite floats -> None."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    return x
+
+
+def trace_key(path) -> str:
+    """A cheap content key of a trace file: its size and a hash of its Parquet
+    footer (row-group statistics and the run's metadata change with any
+    content change)."""
+    path = Path(path)
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        f.seek(max(size - 8, 0))
+        tail = f.read(8)
+        footer_len = int.from_bytes(tail[:4], "little") if len(tail) == 8 else 0
+        start = max(size - 8 - footer_len, 0)
+        f.seek(start)
+        footer = f.read(size - start)
+    return f"{size}-{hashlib.sha256(footer).hexdigest()[:32]}"
+
+
+def _esc(s) -> str:
+    import html
+    return html.escape(str(s))
+
+
+__all__ = ["analyze", "open", "Analysis", "Comparison", "trace_key", "jsonable"]

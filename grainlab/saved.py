@@ -1,0 +1,153 @@
+"""Save an Analysis to a directory and open it again without rebuilding.
+
+A saved analysis is a directory:
+  analysis.json      what it was made from (trace path and content key,
+                     grainlab version, thresholds, interval, reference), the
+                     run facts, graph-level values and the metrics summary
+  nodes.parquet, edges.parquet, grains.parquet, contexts.parquet
+                     the grain graph's tables with every metric column
+  locations.parquet  the source location of every grain
+
+`open_saved` trusts it only when it was written by this grainlab version from
+a trace (and reference trace) whose content key is unchanged; otherwise the
+analysis is rebuilt from the trace (and re-saved), never trusted. A saved
+analysis whose trace is gone is still opened: there is nothing to rebuild
+from, and nothing says it is stale.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import GrainlabError
+
+FORMAT = 1
+TABLES = ("nodes", "edges", "grains", "contexts")
+
+
+def _version() -> str:
+    from . import __version__
+    return __version__
+
+
+def _key_of(path) -> str | None:
+    from .analysis import trace_key
+    try:
+        return trace_key(path)
+    except OSError:
+        return None
+
+
+def _plain(x):
+    """numpy values as JSON (NaN and inf kept: Python's json reads them back)."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    return str(x)
+
+
+def save(a, directory: Path) -> Path:
+    g = a.graph
+    ref = a.reference
+    doc = {
+        "format": FORMAT,
+        "grainlab_version": _version(),
+        "trace": str(Path(a.path).resolve()),
+        "trace_key": _key_of(a.path),
+        "reference": None if ref is None else str(Path(ref.path).resolve()),
+        "reference_key": None if ref is None else _key_of(ref.path),
+        "thresholds": a.thresholds,
+        "interval": a.interval,
+        "run": a.run,
+        "graph": {"critical_path": g.critical_path.tolist(),
+                  "critical_grains": g.critical_grains.tolist(),
+                  "span": int(g.span),
+                  "topological_order_source": g.topological_order_source},
+        "metrics": json.loads(json.dumps(a.metrics, default=_plain)),
+        "meta": json.loads(json.dumps(g.meta, default=_plain)),
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    # Written beside and renamed into place: a reader never sees half of one.
+    tmp = directory / f".saving-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        for name in TABLES:
+            pq.write_table(pa.Table.from_pandas(getattr(g, name)), tmp / f"{name}.parquet")
+        pq.write_table(pa.table({"location": pa.array(a.locations.to_numpy(), pa.string())}),
+                       tmp / "locations.parquet")
+        (tmp / "analysis.json").write_text(json.dumps(doc))
+        for f in tmp.iterdir():
+            os.replace(f, directory / f.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return directory
+
+
+def _read_doc(directory: Path) -> dict:
+    try:
+        doc = json.loads((directory / "analysis.json").read_text())
+    except FileNotFoundError:
+        raise GrainlabError(f"{directory}: not a saved grainlab analysis "
+                            "(no analysis.json; save one with Analysis.save)") from None
+    except (OSError, ValueError) as e:
+        raise GrainlabError(f"{directory}/analysis.json: unreadable ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise GrainlabError(f"{directory}: saved analysis of an unknown format")
+    return doc
+
+
+def is_current(doc: dict) -> bool:
+    """Saved by this grainlab from traces whose content has not changed."""
+    if doc.get("grainlab_version") != _version():
+        return False
+    for path, key in ((doc.get("trace"), doc.get("trace_key")),
+                      (doc.get("reference"), doc.get("reference_key"))):
+        if path and os.path.exists(path) and _key_of(path) != key:
+            return False
+    return True
+
+
+def open_saved(directory: Path, progress=None):
+    from .analysis import Analysis
+    from .graph.model import GrainGraph
+    doc = _read_doc(directory)
+    trace_path = doc["trace"]
+    if not is_current(doc):
+        if not os.path.exists(trace_path):
+            raise GrainlabError(f"{directory}: saved by another grainlab version and its "
+                                f"trace {trace_path} is gone: cannot rebuild it")
+        a = Analysis(trace_path, reference=doc.get("reference"),
+                     thresholds=doc.get("thresholds"), interval=doc.get("interval", "median"),
+                     progress=progress)
+        save(a, directory)
+        return a
+    try:
+        tables = {name: pq.read_table(directory / f"{name}.parquet").to_pandas()
+                  for name in TABLES}
+        locations = pq.read_table(directory / "locations.parquet").column(0).to_numpy(
+            zero_copy_only=False)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise GrainlabError(f"{directory}: saved analysis is damaged ({e})") from None
+    g = GrainGraph(meta=doc["meta"], **tables)
+    gd = doc["graph"]
+    g.critical_path = np.asarray(gd["critical_path"], np.int64)
+    g.critical_grains = np.asarray(gd["critical_grains"], np.int64)
+    g.span = int(gd["span"])
+    g.topological_order_source = gd["topological_order_source"]
+    a = Analysis(trace_path, thresholds=doc.get("thresholds"),
+                 interval=doc.get("interval", "median"), progress=progress)
+    a.__dict__.update({
+        "graph": g, "metrics": doc["metrics"], "run": doc["run"],
+        "locations": pd.Series(locations.astype(object), index=g.grains.index, name="location"),
+        "reference": None})
+    a._reference_path = doc.get("reference")
+    return a
