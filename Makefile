@@ -1,6 +1,6 @@
 # grainlab — the two commands of README.md, and what they stand on.
 #
-#   make demo    set up if needed, build, record an example and summarize it
+#   make demo    set up if needed, build, record an example, analyze it, serve the web app
 #   make test    set up if needed, build, run the whole test suite
 #
 # Set-up is idempotent and cheap when everything is in place: Debian packages
@@ -21,13 +21,17 @@ STAMPS := .stamps
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# make demo ends by serving the trace in the web app; SERVE=0 stops before.
+SERVE ?= 1
+PORT ?= 8050
 
 CC_NATIVE := clang-19
 CXX_NATIVE := clang++-19
 # Debian packages the build and the tests need. libc6-dev is listed because
 # gcc only recommends it and we install without recommends.
+# chromium + chromium-driver: the web app's tests drive a real headless browser.
 APT_PACKAGES := clang-19 libomp-19-dev libpapi-dev cmake ninja-build gcc g++ \
-                libc6-dev python3 python3-venv
+                libc6-dev python3 python3-venv chromium chromium-driver
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 GRAINLAB := $(VENV)/bin/grainlab
@@ -39,7 +43,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: demo test bench build setup packages clean distclean help
 
 help:
-	@echo "make demo       set up, build, record build/examples/fib 32 10, summarize and analyze the trace"
+	@echo "make demo       set up, build, record build/examples/fib 32 10, summarize, analyze and serve it (SERVE=0: no server)"
 	@echo "make test       set up, build, run the test suite (PYTEST_ARGS=... to pass options)"
 	@echo "make bench      set up, build, run benchmarks/collector_overhead.py (BENCH_ARGS=...)"
 	@echo "make build      set up and build the collector and examples into $(BUILD)/"
@@ -116,11 +120,11 @@ demo: build
 	$(GRAINLAB) record -o $(DEMO_TRACE) -- $(DEMO_APP)
 	@echo "==> grainlab info $(DEMO_TRACE)"
 	$(GRAINLAB) info $(DEMO_TRACE)
-	@if $(GRAINLAB) analyze --help >/dev/null 2>&1; then \
-	  echo "==> grainlab analyze $(DEMO_TRACE)"; \
-	  $(GRAINLAB) analyze $(DEMO_TRACE); \
-	else \
-	  echo "(grainlab analyze is not available yet: it is planned, see issue 3)"; \
+	@echo "==> grainlab analyze $(DEMO_TRACE)"
+	$(GRAINLAB) analyze $(DEMO_TRACE)
+	@if [ "$(SERVE)" != 0 ]; then \
+	  echo "==> grainlab serve $(DEMO_TRACE)   (open the URL below; Ctrl-C stops; make demo SERVE=0 skips this)"; \
+	  $(GRAINLAB) serve --port $(PORT) $(DEMO_TRACE); \
 	fi
 
 # Collector overhead: app alone / empty OMPT tool / collector, side by side.

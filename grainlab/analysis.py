@@ -331,10 +331,7 @@ def top_locations(gr, locations, found, th, top) -> list:
                        "work": gr["work"].to_numpy(np.int64)})
     for name, res in found.items():
         if res["available"]:
-            rule = P.RULES[name]
-            v = gr[name].to_numpy(np.float64)
-            with np.errstate(invalid="ignore"):
-                df[name] = (v < th[name]) if rule.below else (v > th[name])
+            df[name] = P.crossing(gr[name], name, th[name])
     flags = [c for c in df.columns if c in P.RULES]
     by = df.groupby("location", sort=False).agg(
         grains=("work", "size"), work_ns=("work", "sum"), **{f: (f, "mean") for f in flags})

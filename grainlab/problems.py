@@ -118,6 +118,24 @@ def resolve(th: dict, summary: dict) -> dict:
     return {k: float(auto[k]) if v == "auto" else float(v) for k, v in th.items()}
 
 
+def crossing(values, metric: str, threshold: float) -> np.ndarray:
+    """Per value: past `threshold` in the problem direction of `metric` (NaN never is)."""
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return (v < threshold) if RULES[metric].below else (v > threshold)
+
+
+def severity(values, metric: str, threshold: float) -> np.ndarray:
+    """0 where not a problem, else how far past the threshold, relative to it,
+    in (0, 1] (1 = twice the threshold, or zero for "below" metrics)."""
+    v = np.asarray(values, dtype=np.float64)
+    hit = crossing(v, metric, threshold)
+    scale = abs(threshold) if threshold else 1.0
+    with np.errstate(invalid="ignore"):
+        far = (threshold - v) if RULES[metric].below else (v - threshold)
+    return np.where(hit, np.clip(far / scale, 1e-6, 1.0), 0.0)
+
+
 def evaluate(g, th: dict, locations: pd.Series | None = None, top: int = 10) -> dict:
     """metric -> {grains, percent, on_critical_path, threshold, direction,
     available, work_ns, locations: [{location, grains, work_ns, of_location_grains}]}.
@@ -140,9 +158,7 @@ def evaluate(g, th: dict, locations: pd.Series | None = None, top: int = 10) -> 
             out[name] = {**entry, "available": False, "grains": 0, "percent": 0.0,
                          "on_critical_path": 0, "work_ns": 0, "locations": []}
             continue
-        v = gr[name].to_numpy(np.float64)
-        with np.errstate(invalid="ignore"):
-            hit = (v < th_value) if rule.below else (v > th_value)
+        hit = crossing(gr[name], name, th_value)
         count = int(hit.sum())
         out[name] = {**entry, "available": True, "grains": count,
                      "percent": 100.0 * count / n if n else 0.0,

@@ -1,0 +1,123 @@
+"""What the web app shows, prepared once per trace from the analysis: layout
+columns, drawable segments, labels, tables. Per-request work (colouring for a
+threshold, zoom windows) is column arithmetic on these arrays."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import problems as P
+from ..metrics import instantaneous_parallelism as ip
+from . import layout
+from .figures import EDGE_LIMIT, downsample_steps
+
+LOCATION_VIEW = "location"      # the "by source location" view
+NO_PROBLEM = "none"
+
+
+class AppData:
+    def __init__(self, analysis, comparison=None, progress=None):
+        step = progress or (lambda _m: None)
+        a = self.analysis = analysis
+        self.comparison = comparison
+        g = a.graph
+        a.metrics  # noqa: B018  (metric columns)
+        self.summary = a.summary
+        step("laying out the grain graph")
+        self.n_grains = len(g.grains)
+        self.grains = a.grains
+        x = layout.grain_columns(g, layout.creation_times(g))["x"].to_numpy(np.int64)
+        self.n_total = len(x)
+        seg = layout.segments(g, x)
+        self.origin = int(seg["start"].min()) if len(seg) else 0
+        seg["start"] -= self.origin
+        seg["end"] -= self.origin
+        self.segments = seg
+        self.x = x
+        self.critical = np.zeros(self.n_total, bool)
+        self.critical[:self.n_grains] = self.grains["on_critical_path"].to_numpy(bool)
+        self.thresholds = a.resolved_thresholds
+        self.problems = [m for m in P.RULES if m in self.grains.columns]
+        self.locations = a.locations.to_numpy().astype(str)
+        self.by_location = a.by_location()
+        self.hover = self._hover_labels(g)
+        self.edges = self._edges(g) if self.n_grains <= EDGE_LIMIT else None
+        step("parallelism profiles")
+        self.ideal = downsample_steps(ip.ideal_profile(g, a.interval), "start",
+                                      ["optimistic", "conservative"])
+        self.achieved = downsample_steps(ip.achieved_profile(g), "time", ["running"])
+        self.cores = int(self.summary["cores_used"])
+        threads = sorted(set(seg["thread"].tolist()) - {-1})
+        self.thread_rows = {t: i for i, t in enumerate(threads)}
+        self.segments["row"] = seg["thread"].map(self.thread_rows).fillna(-1).astype(np.int64)
+
+    # -- colouring -------------------------------------------------------------
+    def default_threshold(self, problem: str):
+        return self.thresholds.get(problem)
+
+    def severity(self, problem: str, threshold, location=None) -> tuple[np.ndarray, int]:
+        """Severity in [0, 1] per grain and the number of problem grains, for the
+        view `problem` (a metric, "location" or "none") at `threshold`."""
+        n = self.n_grains
+        if problem == LOCATION_VIEW:
+            hit = self.locations == str(location) if location else np.zeros(n, bool)
+            return hit.astype(np.float64), int(hit.sum())
+        if problem not in self.problems:
+            return np.zeros(n), 0
+        th = self.default_threshold(problem) if threshold is None else float(threshold)
+        col = self.grains[problem]
+        return P.severity(col, problem, th), int(P.crossing(col, problem, th).sum())
+
+    # -- prepared tables ----------------------------------------------------------
+    def _hover_labels(self, g) -> np.ndarray:
+        gr = g.grains
+        labels = np.empty(self.n_total, dtype=object)
+        if self.n_grains:
+            work_us = (gr["work"].to_numpy(np.float64) / 1e3).round(1).astype(str)
+            kind = gr["kind"].astype(str).to_numpy()
+            ident = gr["identity"].astype(str).to_numpy()
+            labels[:self.n_grains] = (
+                "#" + gr.index.astype(str).to_numpy() + " " + kind + " " + ident + "<br>"
+                + self.locations + "<br>work " + work_us + " us")
+        cx = g.contexts
+        if len(cx):
+            labels[self.n_grains:] = ("serial/team code " + cx["identity"].astype(str)).to_numpy()
+        return labels
+
+    def _edges(self, g) -> pd.DataFrame:
+        """Creation edges (fork -> child's start) and synchronization edges
+        (grain's end -> its join), for small graphs."""
+        nodes = g.nodes
+        typ = nodes["type"].astype(str).to_numpy()
+        fork = typ == "fork"
+        child = nodes["child"].to_numpy(np.int64)[fork]
+        owner = nodes["grain"].to_numpy(np.int64)[fork]
+        ok = (child >= 0) & (child < self.n_total) & (owner >= 0)
+        gstart = np.r_[g.grains["start"].to_numpy(np.int64), g.contexts["start"].to_numpy(np.int64)]
+        create = pd.DataFrame({"p0": self.x[owner[ok]], "p1": self.x[child[ok]],
+                               "t0": nodes["start"].to_numpy(np.int64)[fork][ok],
+                               "t1": gstart[child[ok]]})
+        join = g.grains["join"].to_numpy(np.int64)
+        ids = np.flatnonzero(join >= 0)
+        jowner = nodes["grain"].to_numpy(np.int64)[join[ids]] if len(ids) else ids
+        ok = jowner >= 0
+        sync = pd.DataFrame({"p0": self.x[ids[ok]], "p1": self.x[jowner[ok]],
+                             "t0": g.grains["end"].to_numpy(np.int64)[ids[ok]],
+                             "t1": nodes["start"].to_numpy(np.int64)[join[ids[ok]]]})
+        out = pd.concat([create, sync], ignore_index=True)
+        out[["t0", "t1"]] -= self.origin
+        return out
+
+    def grain_details(self, gid: int) -> dict | None:
+        """Everything the details panel shows about one grain."""
+        if gid is None or not 0 <= gid < self.n_grains:
+            return None
+        g = self.analysis.graph
+        row = self.grains.loc[gid]
+        nodes = g.nodes
+        own = nodes.index[(nodes["grain"].to_numpy() == gid)]
+        frag = nodes.loc[own, ["type", "thread", "cpu", "start", "end", "duration"]]
+        frag = frag[frag["type"].astype(str).isin(["fragment", "chunk"])]
+        children = np.flatnonzero(self.grains["parent"].to_numpy(np.int64) == gid)
+        return {"row": row, "fragments": frag, "children": children,
+                "location": self.locations[gid]}

@@ -1,0 +1,192 @@
+"""Plotly figures of the web app. Each reads what the analysis computed
+(grains, metric columns, thresholds, profiles) and only decides how to draw it.
+
+Levels of detail: a view that would draw more than `DETAIL_LIMIT` segments is
+drawn as a server-side binned image (a heatmap of the most severe grain per
+bin, a few hundred by a few hundred cells) instead; zooming in redraws the
+visible part, and once it holds few enough segments every grain is drawn
+(WebGL lines, hover and click). The browser never holds one element per grain.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+DETAIL_LIMIT = 8_000        # segments drawn one by one at most ("a few thousand grains")
+EDGE_LIMIT = 3_000          # grains below which creation/sync edges are drawn
+BINS = (480, 360)           # heatmap cells along position and time
+MS = 1e6
+
+# class -1: serial / team code (contexts); 0: grain without the problem;
+# 1..5: problem grains by severity; drawn in this order, so problems sit on top.
+CLASS_COLORS = {-1: "#9e9e9e", 0: "#dcdcdc", 1: "#fdd0a2", 2: "#fdae6b", 3: "#f16913",
+                4: "#a63603", 5: "#54278f"}
+CLASS_NAMES = {-1: "serial / team code", 0: "no problem", 1: "problem: < 20% past threshold",
+               2: "20-40% past", 3: "40-60% past", 4: "60-80% past", 5: "> 80% past"}
+CRITICAL = "#e31a1c"
+EDGE = "#b0b0b0"
+
+
+def classes(n_grains: int, n_total: int, severity: np.ndarray, show_all: bool) -> np.ndarray:
+    """Drawing class per grain/context id: -1 contexts, 0 dimmed, 1..5 severity.
+    `show_all`: no problem selected, every grain drawn in the strongest grey."""
+    cls = np.full(n_total, -1, np.int8)
+    if show_all:
+        cls[:n_grains] = 0
+        return cls
+    sev = np.asarray(severity, np.float64)[:n_grains]
+    cls[:n_grains] = np.where(sev > 0, 1 + np.minimum((sev * 5).astype(np.int64), 4), 0)
+    return cls
+
+
+def _lines(pos, t0, t1, owner, vertical: bool):
+    """x, y, customdata of line segments separated by gaps (NaN)."""
+    k = len(pos)
+    p = np.empty(3 * k)
+    t = np.empty(3 * k)
+    p[0::3] = pos
+    p[1::3] = pos
+    p[2::3] = np.nan
+    t[0::3] = t0 / MS
+    t[1::3] = t1 / MS
+    t[2::3] = np.nan
+    # A plain list: dcc.Graph leaves binary-encoded customdata out of clickData.
+    cd = np.repeat(owner, 3).tolist()
+    return (p, t, cd) if vertical else (t, p, cd)
+
+
+def segment_figure(seg: pd.DataFrame, pos_col: str, cls: np.ndarray, critical: np.ndarray,
+                   vertical: bool, window=None, edges=None, title="",
+                   pos_title="", hover_labels=None) -> tuple[go.Figure, str]:
+    """Grains as segments (pos, start..end), coloured by class, critical path in
+    red beside them. `window` = (p0, p1, t0_ms, t1_ms) restricts what is drawn
+    (zoom); returns the figure and the level of detail used ("detail"/"overview")."""
+    pos = seg[pos_col].to_numpy(np.float64)
+    t0 = seg["start"].to_numpy(np.float64)
+    t1 = seg["end"].to_numpy(np.float64)
+    owner = seg["owner"].to_numpy(np.int64)
+    keep = np.ones(len(seg), bool)
+    if window is not None:
+        p0, p1, a, b = window
+        keep = (pos >= p0 - 1) & (pos <= p1 + 1) & (t1 >= a * MS) & (t0 <= b * MS)
+    pos, t0, t1, owner = pos[keep], t0[keep], t1[keep], owner[keep]
+    c = cls[owner] if len(owner) else np.zeros(0, np.int8)
+    fig = go.Figure()
+    level = "detail" if len(pos) <= DETAIL_LIMIT else "overview"
+    if level == "detail":
+        if edges is not None and len(edges):
+            ex = np.empty(3 * len(edges))
+            ey = np.empty(3 * len(edges))
+            ex[0::3], ex[1::3], ex[2::3] = edges["p0"], edges["p1"], np.nan
+            ey[0::3], ey[1::3], ey[2::3] = edges["t0"] / MS, edges["t1"] / MS, np.nan
+            x, y = (ex, ey) if vertical else (ey, ex)
+            fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", hoverinfo="skip",
+                                       line=dict(color=EDGE, width=1), name="edges"))
+        for k in sorted(CLASS_COLORS):
+            m = c == k
+            if not m.any():
+                continue
+            x, y, cd = _lines(pos[m], t0[m], t1[m], owner[m], vertical)
+            text = None
+            if hover_labels is not None:
+                text = np.asarray(hover_labels, dtype=object)[np.asarray(cd, np.int64)]
+            fig.add_trace(go.Scattergl(
+                x=x, y=y, customdata=cd, mode="lines+markers" if m.sum() < 4000 else "lines",
+                line=dict(color=CLASS_COLORS[k], width=6), marker=dict(size=4),
+                name=CLASS_NAMES[k], legendgroup=str(k), showlegend=True,
+                text=text, hovertemplate="%{text}<extra></extra>" if text is not None else None,
+                hoverinfo=None if text is not None else "skip"))
+        cm = critical[owner] if len(owner) else np.zeros(0, bool)
+        if cm.any():
+            x, y, cd = _lines(pos[cm] + 0.3, t0[cm], t1[cm], owner[cm], vertical)
+            fig.add_trace(go.Scattergl(x=x, y=y, customdata=cd, mode="lines",
+                                       line=dict(color=CRITICAL, width=3),
+                                       name="critical path", hoverinfo="skip"))
+    else:
+        fig.add_trace(_overview(pos, t0, t1, c, vertical))
+    fig.update_layout(
+        title=title, margin=dict(l=60, r=10, t=40, b=40), uirevision="keep",
+        legend=dict(orientation="h", y=-0.08), plot_bgcolor="white",
+        clickmode="event", dragmode="zoom")
+    time_axis = dict(title="time since start (ms)", gridcolor="#eee")
+    pos_axis = dict(title=pos_title, gridcolor="#f5f5f5", zeroline=False)
+    if vertical:
+        fig.update_xaxes(**pos_axis)
+        fig.update_yaxes(**time_axis, autorange="reversed")
+    else:
+        fig.update_xaxes(**time_axis)
+        fig.update_yaxes(**pos_axis, autorange="reversed")
+    if window is not None:
+        p0, p1, a, b = window
+        if vertical:
+            fig.update_xaxes(range=[p0, p1])
+            fig.update_yaxes(range=[b, a], autorange=False)
+        else:
+            fig.update_xaxes(range=[a, b])
+            fig.update_yaxes(range=[p1, p0], autorange=False)
+    return fig, level
+
+
+def _overview(pos, t0, t1, c, vertical):
+    """Binned image: the most severe class among the segments in each cell
+    (a segment counts in the cell of its midpoint)."""
+    nb_p, nb_t = BINS
+    if len(pos) == 0:
+        return go.Heatmap(z=[[None]])
+    mid = (t0 + t1) / 2 / MS
+    pe = np.linspace(pos.min(), pos.max() + 1, nb_p + 1)
+    te = np.linspace(mid.min(), mid.max() + 1e-9, nb_t + 1)
+    pi = np.clip(np.searchsorted(pe, pos, side="right") - 1, 0, nb_p - 1)
+    ti = np.clip(np.searchsorted(te, mid, side="right") - 1, 0, nb_t - 1)
+    z = np.full(nb_p * nb_t, -2, np.int16)
+    np.maximum.at(z, pi * nb_t + ti, c.astype(np.int16))
+    z = z.reshape(nb_p, nb_t).astype(np.float64)
+    z[z == -2] = np.nan
+    keys = sorted(CLASS_COLORS)
+    lo, hi = keys[0], keys[-1]
+    scale = []
+    for k in keys:
+        a = (k - lo - 0.5) / (hi - lo) if k > lo else 0.0
+        b = (k - lo + 0.5) / (hi - lo) if k < hi else 1.0
+        scale += [[max(a, 0.0), CLASS_COLORS[k]], [min(b, 1.0), CLASS_COLORS[k]]]
+    pc = (pe[:-1] + pe[1:]) / 2
+    tc = (te[:-1] + te[1:]) / 2
+    if vertical:
+        return go.Heatmap(x=pc, y=tc, z=z.T, zmin=lo, zmax=hi, colorscale=scale,
+                          showscale=False, hoverinfo="skip", name="overview")
+    return go.Heatmap(x=tc, y=pc, z=z, zmin=lo, zmax=hi, colorscale=scale,
+                      showscale=False, hoverinfo="skip", name="overview")
+
+
+def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int) -> go.Figure:
+    """Exposed (ideal, earliest-start placement) and achieved parallelism over
+    time against the cores used."""
+    fig = go.Figure()
+    if len(ideal):
+        t = (ideal["start"].to_numpy(np.float64) - ideal["start"].iloc[0]) / MS
+        fig.add_trace(go.Scatter(x=t, y=ideal["optimistic"], mode="lines", line_shape="hv",
+                                 name="exposed (optimistic)", line=dict(color="#3182bd")))
+        fig.add_trace(go.Scatter(x=t, y=ideal["conservative"], mode="lines", line_shape="hv",
+                                 name="exposed (conservative)",
+                                 line=dict(color="#9ecae1", dash="dot")))
+    if len(achieved):
+        t = (achieved["time"].to_numpy(np.float64) - achieved["time"].iloc[0]) / MS
+        fig.add_trace(go.Scatter(x=t, y=achieved["running"], mode="lines", line_shape="hv",
+                                 name="achieved (running grains)", line=dict(color="#31a354")))
+    fig.add_hline(y=cores, line=dict(color=CRITICAL, dash="dash"),
+                  annotation_text=f"cores used: {cores}", annotation_position="top left")
+    fig.update_layout(title="Parallelism over time", plot_bgcolor="white",
+                      margin=dict(l=60, r=10, t=40, b=40), uirevision="keep",
+                      xaxis_title="time since start (ms)", yaxis_title="grains",
+                      legend=dict(orientation="h", y=-0.15))
+    return fig
+
+
+def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 20_000) -> pd.DataFrame:
+    """A step profile with at most ~`limit` rows, keeping each bucket's maximum."""
+    if len(df) <= limit:
+        return df
+    bucket = np.arange(len(df)) * limit // len(df)
+    agg = {time_col: "first", **{c: "max" for c in cols}}
+    return df.groupby(bucket).agg(agg).reset_index(drop=True)

@@ -1,0 +1,90 @@
+"""`grainlab serve TRACE [--compare REF] [--port N] [--host H]`: the grain graph
+in the browser (grainlab.app)."""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+import sys
+
+from ..errors import UsageError
+from ._pipeline import Progress, warn_incomplete
+
+HELP = "show the grain graph and its problems in a web browser"
+EPILOG = """\
+examples:
+  grainlab serve fib.parquet                      # then open the printed URL
+  grainlab serve --port 8060 fib.parquet
+  grainlab serve --compare one-thread.parquet two-threads.parquet
+
+Views: grain graph (one colouring per problem; the critical path in red), source
+locations, parallelism over time, threads, and compare (with --compare). Click a
+grain for its details and source lines. The URL holds the view, threshold,
+selection and zoom: share it to show someone what you saw. Ctrl-C stops.
+"""
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("serve", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace", help="trace file written by `grainlab record`")
+    p.add_argument("--compare", metavar="REF",
+                   help="reference run of the same program (e.g. 1 thread): work deviation")
+    p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 = any free)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1: this machine only)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..analysis import Analysis
+    from ..app import AppData, create_app
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: expected 0..65535")
+    if not _loopback(args.host):
+        print(f"grainlab: warning: serving on {args.host}: anyone who can reach this machine "
+              "can see the trace and the source lines it names", file=sys.stderr)
+    sock = _bind(args.host, args.port)     # a taken port fails now, before the long load
+    progress = Progress()
+    a = Analysis(args.trace, progress=progress)
+    comparison = None
+    if args.compare:
+        ref = Analysis(args.compare, progress=progress)
+        from .compare import check_same_program
+        check_same_program(ref.trace, a.trace)
+        comparison = a.compare(ref)
+    data = AppData(a, comparison, progress=progress)
+    warn_incomplete(a)
+    app = create_app(data=data)
+    port = sock.getsockname()[1]
+    sock.close()
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"grainlab: serving {args.trace} at http://{shown}:{port}/  (Ctrl-C stops)",
+          flush=True)
+    try:
+        app.run(host=args.host, port=port, debug=False)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+    except OSError as e:
+        s.close()
+        raise UsageError(f"cannot serve on {host}:{port}: {e.strerror} "
+                         "(choose another with --port, or --port 0 for any free one)") from None
+    return s

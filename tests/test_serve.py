@@ -1,0 +1,337 @@
+"""`grainlab serve` in a real browser: Debian's headless Chromium driven by
+Selenium through chromedriver, against the real CLI serving real recorded
+traces. Screenshots of every view are kept under out/screenshots/.
+
+What the page shows is checked against independent answers: the count of
+highlighted grains against `grainlab analyze --json` at the same threshold,
+a source location's grains against the analysis's own table, the source
+line against the example's file read here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, assert_one_line_error, grainlab
+
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+SHOTS = REPO / "out" / "screenshots"
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _require_browser():
+    missing = [p for p in (CHROMIUM, DRIVER) if not os.path.exists(p)]
+    if missing:
+        pytest.fail("browser tests need Debian's chromium and chromium-driver "
+                    f"(make setup installs them): missing {', '.join(missing)}")
+
+
+class Server:
+    """`grainlab serve ... --port 0` in a child process; its URL from its stdout."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "grainlab.cli", "serve", "--port", "0", *map(str, args)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        self.url = None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"serving .* at (http://\S+/)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        if self.url is None:
+            self.stop()
+            pytest.fail("grainlab serve did not print its URL: " + self.proc.stderr.read())
+        self._wait_ready()
+
+    def _wait_ready(self):
+        import urllib.request
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(self.url + "_grainlab/alive", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        pytest.fail("grainlab serve never answered")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    opts = Options()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1500,950"):
+        opts.add_argument(a)
+    d = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    d.set_page_load_timeout(60)
+    yield d
+    d.quit()
+
+
+@pytest.fixture(scope="module")
+def fib_trace(record):
+    return record("fib", 16, 5, threads=2)
+
+
+@pytest.fixture(scope="module")
+def server(fib_trace):
+    s = Server(fib_trace.path)
+    yield s
+    s.stop()
+
+
+def wait_for(fn, timeout=30, what="condition"):
+    t0 = time.monotonic()
+    last = None
+    while time.monotonic() - t0 < timeout:
+        try:
+            last = fn()
+            if last:
+                return last
+        except Exception as e:  # the page is still rendering
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def text(d, css):
+    return d.find_element("css selector", css).text
+
+
+def open_page(d, url):
+    d.get(url)
+    wait_for(lambda: text(d, "#problem-count").strip(), what="the grain graph")
+    wait_for(lambda: d.find_elements("css selector", "#graph-fig .main-svg"), what="plot")
+
+
+def shot(d, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    time.sleep(0.5)
+    d.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def count_shown(d) -> int:
+    m = re.match(r"\s*(\d+)", text(d, "#problem-count"))
+    assert m, text(d, "#problem-count")
+    return int(m.group(1))
+
+
+def analyze_json(path, *args):
+    r = grainlab("analyze", "--json", *args, path)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+# ---------------------------------------------------------------------------
+
+def test_every_view_renders(browser, server):
+    d = browser
+    open_page(d, server.url)
+    shot(d, "graph")
+    for view, css in (("locations", "#loc-table"), ("parallelism", "#parallelism-fig .main-svg"),
+                      ("threads", "#threads-fig .main-svg")):
+        d.get(server.url + f"?view={view}")
+        el = wait_for(lambda: [e for e in d.find_elements("css selector", css)
+                               if e.is_displayed()], what=view)
+        assert el
+        shot(d, view)
+    assert not d.find_element("id", "pane-graph").is_displayed()
+
+
+def test_threshold_change_matches_analyze(browser, server, fib_trace):
+    d = browser
+    open_page(d, server.url)
+    default = analyze_json(fib_trace.path)["problems"]["parallel_benefit"]["grains"]
+    wait_for(lambda: count_shown(d) == default, what=f"default count {default}")
+    for th in ("0.05", "3"):
+        box = d.find_element("id", "threshold")
+        box.clear()
+        box.send_keys(th + "\n")
+        want = analyze_json(fib_trace.path, "--threshold", f"parallel_benefit={th}")[
+            "problems"]["parallel_benefit"]["grains"]
+        wait_for(lambda: count_shown(d) == want, what=f"count {want} at threshold {th}")
+        assert f"threshold=" in d.current_url
+    shot(d, "graph-threshold")
+
+
+def test_click_a_grain_shows_its_source_line(browser, server, fib_trace):
+    d = browser
+    open_page(d, server.url)
+    # A real mouse click at the pixel where grain #0 starts on the plot.
+    from selenium.webdriver.common.action_chains import ActionChains
+    pos = d.execute_script("""
+        const gd = document.querySelector('#graph-fig .js-plotly-plot');
+        for (const tr of gd._fullData) {  // typed arrays, decoded
+            if (!tr.customdata || tr.name === 'critical path') continue;
+            for (let i = 0; i < tr.customdata.length; i++) {
+                if (tr.customdata[i] === 0 && tr.x[i] !== null && !isNaN(tr.x[i])) {
+                    const L = gd._fullLayout;
+                    return [L.xaxis.l2p(tr.x[i]) + L.margin.l, L.yaxis.l2p(tr.y[i]) + L.margin.t,
+                            gd.clientWidth, gd.clientHeight];
+                }
+            }
+        }
+        return null;""")
+    assert pos, "grain #0 is not drawn"
+    x, y, w, h = pos
+    plot = d.find_element("css selector", "#graph-fig .js-plotly-plot")
+    ActionChains(d).move_to_element_with_offset(plot, int(x - w / 2), int(y - h / 2)).click() \
+        .perform()
+    title = wait_for(lambda: text(d, "#details-title"), what="details of the clicked grain")
+    gid = int(re.search(r"#(\d+)", title).group(1))
+    assert "grain=" in d.current_url
+    loc = text(d, "#details-location")
+    m = re.match(r"(\S+):(\d+)", loc)
+    assert m and m.group(1).endswith("fib.c"), loc
+    line = int(m.group(2))
+    source = (REPO / "examples" / "fib.c").read_text().splitlines()[line - 1].strip()
+    hit = text(d, "#details-source .hit")
+    assert source and source in hit, (hit, source)
+    # The details are the analysis's own values for that grain.
+    import grainlab as gl
+    row = gl.analyze(fib_trace.path).grains.loc[gid]
+    assert row["identity"] in title
+    shot(d, "details")
+
+
+def test_selecting_a_location_highlights_its_grains(browser, server, fib_trace):
+    d = browser
+    d.get(server.url + "?view=locations")
+    radio = wait_for(lambda: d.find_elements("css selector", "#loc-table input[type=radio]"),
+                     what="location rows")
+    first_loc = wait_for(lambda: d.find_element(
+        "css selector", "#loc-table td[data-dash-column=location]").text, what="row text")
+    radio[0].click()
+    want = {l["location"]: l["grains"] for l in analyze_json(fib_trace.path)["locations"]}
+    wait_for(lambda: d.find_element("id", "pane-graph").is_displayed(), what="graph view")
+    wait_for(lambda: count_shown(d) == want[first_loc], what=f"{want[first_loc]} grains")
+    assert first_loc in text(d, "#problem-count")
+    assert "problem=location" in d.current_url
+    shot(d, "location-selected")
+
+
+def test_url_reproduces_the_state(browser, server):
+    d = browser
+    d.get(server.url + "?view=threads&problem=load_balance&threshold=1.2&grain=3")
+    wait_for(lambda: d.find_element("id", "pane-threads").is_displayed(), what="threads view")
+    wait_for(lambda: "Grain #3" in text(d, "#details-title"), what="grain 3 selected")
+    assert d.find_element("id", "threshold").get_attribute("value") == "1.2"
+    assert "Load balance" in text(d, "#problem")
+    # and a zoom
+    d.get(server.url + "?zoom=0,20,0,0.5")
+    wait_for(lambda: d.execute_script(
+        "const L = document.querySelector('#graph-fig .js-plotly-plot')._fullLayout;"
+        "return L.xaxis.range[1] <= 20.5 && L.xaxis.range[0] >= -0.5;"), what="zoomed axes")
+    # A malformed link falls back to defaults instead of breaking the page.
+    open_page(d, server.url + "?view=nope&grain=abc&threshold=zz&zoom=1,2")
+    assert d.find_element("id", "pane-graph").is_displayed()
+
+
+def test_compare_view(browser, record, tmp_path):
+    one = record("fib", 16, 5, threads=1)
+    two = record("fib", 16, 5, threads=2)
+    s = Server("--compare", one.path, two.path)
+    try:
+        d = browser
+        d.get(s.url + "?view=compare&problem=work_deviation")
+        rows = wait_for(lambda: d.find_elements("css selector", "#compare-table tbody tr"),
+                        what="compare table")
+        assert len(rows) >= 2            # header + at least one location
+        wait_for(lambda: "work_deviation" in text(d, "#problem-count"), what="deviation count")
+        shot(d, "compare")
+    finally:
+        s.stop()
+
+
+def test_lost_connection_is_said_in_the_page(browser, fib_trace):
+    s = Server(fib_trace.path)
+    d = browser
+    open_page(d, s.url)
+    assert not d.find_element("id", "conn-banner").is_displayed()
+    s.stop()
+    wait_for(lambda: d.find_element("id", "conn-banner").is_displayed(), timeout=20,
+             what="lost-connection message")
+    assert "Lost the connection" in text(d, "#conn-banner")
+
+
+# ---------------------------------------------------------------------------
+# safety and errors, through the real server and CLI
+
+def test_no_url_reads_other_files(server):
+    import http.client
+    from urllib.parse import urlparse
+    u = urlparse(server.url)
+    for path in ("/assets/../../../../etc/passwd", "/assets/..%2f..%2f..%2f..%2fetc%2fpasswd",
+                 "/_dash-component-suites/dash/../../../../../../etc/passwd",
+                 "/_dash-component-suites/../../../../etc/passwd", "/etc/passwd",
+                 "/assets/../server.py", "/assets/%2e%2e/server.py"):
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        c.request("GET", path)
+        body = c.getresponse().read().decode(errors="replace")
+        assert "root:" not in body and "def create_app" not in body, path
+
+
+def test_binds_loopback_and_warns_otherwise(fib_trace):
+    s = Server(fib_trace.path)
+    try:
+        assert s.url.startswith("http://127.0.0.1:")
+    finally:
+        s.stop()
+    p = subprocess.Popen([sys.executable, "-m", "grainlab.cli", "serve", "--port", "0",
+                          "--host", "0.0.0.0", fib_trace.path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = p.stderr.readline()
+        assert "warning: serving on 0.0.0.0" in first, first
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(20)
+
+
+def test_bad_trace_is_the_analyze_error(tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("not a trace")
+    r_serve = grainlab("serve", "--port", "0", bad)
+    r_analyze = grainlab("analyze", bad)
+    assert_one_line_error(r_serve, "bad.parquet")
+    assert r_serve.stderr == r_analyze.stderr
+    assert_one_line_error(grainlab("serve", "--port", "70000", bad), "--port")
+
+
+def test_taken_port_is_one_line(fib_trace):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    try:
+        assert_one_line_error(grainlab("serve", "--port", s.getsockname()[1], fib_trace.path),
+                              "cannot serve")
+    finally:
+        s.close()
