@@ -65,12 +65,14 @@ def ensure_trace(path, quiet: bool = False) -> None:
     """Make the trace at `path` ready to read if a spool says it is coming:
     wait for the collector/converter, or convert a spool nobody is working on.
     Does nothing when there is no spool (the common case: one stat)."""
-    path = Path(path)
+    path = Path(os.path.realpath(path))   # a link's spool is its target's
     spool = spool_of(path)
     if not spool.exists():
         return
     wait_until_unlocked(spool, path, quiet)
-    if path.exists() or not spool.exists():
+    # A spool still there after its lock is gone is a run that was not
+    # converted (killed): newer than any trace at `path`, which it replaces.
+    if not spool.exists():
         return
     convert(spool, path)
 
@@ -80,7 +82,8 @@ def convert(spool: Path, out: Path) -> None:
     TraceError with the converter's one-line reason on failure."""
     exe = _paths.converter()
     try:
-        result = subprocess.run([str(exe), str(spool), str(out)], capture_output=True,
+        # the converter renames onto its output: give it the link's target
+        result = subprocess.run([str(exe), str(spool), os.path.realpath(out)], capture_output=True,
                                 text=True, stdin=subprocess.DEVNULL)
     except OSError as e:
         raise TraceError(f"{spool}: cannot run {exe} ({e.strerror})") from None

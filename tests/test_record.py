@@ -127,7 +127,14 @@ def _record_then_signal(tmp_path, example, signum, name="t.parquet"):
         text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
     _wait_for_spool(out, proc)
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        # Never leave fib 40 spooling (~0.5 GB/s) after a failed test.
+        subprocess.run(["pkill", "-KILL", "-f", f"{example('fib')} 40"])
+        proc.kill()
+        proc.communicate()
+        raise
     return proc.returncode, err, out
 
 

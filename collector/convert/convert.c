@@ -17,8 +17,10 @@
  * complete=false. A truncated last block is not written: its events are
  * counted in grainlab.lost_events (and grainlab.dropped_events).
  *
- * Writes OUT.tmp, renames it to OUT, removes the spool; exit 0. On an error:
- * one line on stderr, exit 1, the spool kept (OUT.tmp removed). */
+ * Writes .OUT.<pid>.<k>.grainlab-tmp beside OUT, renames it to OUT (OUT must
+ * not be a symbolic link: callers pass the link's target), removes the spool;
+ * exit 0. On an error: one line on stderr, exit 1, the spool kept (the
+ * temporary file removed). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -218,7 +220,21 @@ int main(int argc, char **argv) {
   if (nnames != h.ncounters) die("header names %u counters but declares %u", nnames,
                                 h.ncounters);
 
-  snprintf(tmp_path, sizeof tmp_path, "%s.tmp", out_path);
+  /* A name of our own beside the output (same file system, so the final
+   * rename is atomic), never an existing file: a reader never sees half a
+   * trace, and nothing that grainlab did not create is overwritten. */
+  {
+    const char *slash = strrchr(out_path, '/');
+    int dirlen = slash ? (int)(slash - out_path + 1) : 0;
+    struct stat st;
+    for (unsigned k = 0;; k++) {
+      if (snprintf(tmp_path, sizeof tmp_path, "%.*s.%s.%ld.%u.grainlab-tmp", dirlen, out_path,
+                   out_path + dirlen, (long)getpid(), k) >= (int)sizeof tmp_path)
+        die("path too long: %s", out_path);
+      if (lstat(tmp_path, &st) != 0 && errno == ENOENT) break;
+      if (k > 1000) die("cannot find a free temporary name beside %s", out_path);
+    }
+  }
   char err[1024] = "";
   writer = gl_writer_open(tmp_path, (int)h.ncounters, names, err, sizeof err);
   if (!writer) {

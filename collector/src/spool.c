@@ -139,17 +139,84 @@ static int is_ancestor(int pid) {
   return 0;
 }
 
+/* What kind of non-regular file `mode` is, for a one-line refusal. */
+static const char *not_regular(mode_t mode) {
+  if (S_ISDIR(mode)) return "is a directory";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "is a device";
+  if (S_ISFIFO(mode)) return "is a FIFO";
+  if (S_ISSOCK(mode)) return "is a socket";
+  return "is not a regular file";
+}
+
+/* The output path with symbolic links followed (docs/trace-format.md, "Output
+ * path"): a link given as output is written through — its target is replaced
+ * and the link stays a link. A dangling link names its target's path. Up to 40
+ * links (as the kernel's ELOOP limit). Returns 0 when too long or looping. */
+static int follow_links(const char *given, char *out, size_t len) {
+  char cur[PATH_MAX], link[PATH_MAX], next[PATH_MAX];
+  if (snprintf(cur, sizeof cur, "%s", given) >= (int)sizeof cur) return 0;
+  for (int depth = 0; depth < 40; depth++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      return snprintf(out, len, "%s", cur) < (int)len;
+    ssize_t n = readlink(cur, link, sizeof link - 1);
+    if (n < 0) return 0;
+    link[n] = '\0';
+    if (link[0] == '/') {
+      snprintf(next, sizeof next, "%s", link);
+    } else { /* relative to the link's own directory */
+      const char *slash = strrchr(cur, '/');
+      int dirlen = slash ? (int)(slash - cur) : 0;
+      if (snprintf(next, sizeof next, "%.*s%s%s", dirlen, cur, slash ? "/" : "", link) >=
+          (int)sizeof next)
+        return 0;
+    }
+    snprintf(cur, sizeof cur, "%s", next);
+  }
+  errno = ELOOP;
+  return 0;
+}
+
+/* A spool left at our path must be ours to reuse: a grainlab spool (or
+ * empty). Anything else belongs to someone: never truncate it. */
+static int is_our_spool(int fd) {
+  char magic[sizeof GL_SPOOL_MAGIC - 1];
+  ssize_t n = pread(fd, magic, sizeof magic, 0);
+  return n == 0 || (n == (ssize_t)sizeof magic && memcmp(magic, GL_SPOOL_MAGIC, sizeof magic) == 0);
+}
+
 int gl_spool_open(const char *output_path) {
   snprintf(out_path, sizeof out_path, "%s", output_path);
-  if (snprintf(spool_path, sizeof spool_path, "%s.spool", output_path) >=
-      (int)sizeof spool_path)
+  /* grainlab writes only regular files, and only through names it made:
+   * the trace is written to a temporary file beside the output and renamed
+   * into place by the converter, so nothing at the output path is ever
+   * unlinked or truncated (a device node, a FIFO, another program's file). */
+  char target[PATH_MAX];
+  if (!follow_links(output_path, target, sizeof target))
+    return fail_open(errno == ELOOP ? "too many levels of symbolic links" : "path too long");
+  snprintf(out_path, sizeof out_path, "%s", target);
+  if (snprintf(spool_path, sizeof spool_path, "%s.spool", out_path) >= (int)sizeof spool_path)
     return fail_open("path too long");
   struct stat st;
-  if (stat(out_path, &st) == 0 && S_ISDIR(st.st_mode)) return fail_open(strerror(EISDIR));
+  if (stat(out_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    char why[160];
+    snprintf(why, sizeof why, "it %s (grainlab writes only regular files: choose a file name)",
+             not_regular(st.st_mode));
+    return fail_open(why);
+  }
+  if (lstat(spool_path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    char why[PATH_MAX + 160];
+    snprintf(why, sizeof why, "%s %s (move it away)", spool_path,
+             S_ISLNK(st.st_mode) ? "is a symbolic link" : not_regular(st.st_mode));
+    return fail_open(why);
+  }
   int waited = 0;
   for (;;) {
-    spool_fd = open(spool_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* O_NOFOLLOW: a link planted at the spool's name is refused, not followed. */
+    spool_fd = open(spool_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (spool_fd < 0) return fail_open(strerror(errno));
+    if (fstat(spool_fd, &st) != 0 || !S_ISREG(st.st_mode))
+      return fail_open("the spool is not a regular file");
     if (flock(spool_fd, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK) return fail_open(strerror(errno));
       int holder = lock_holder(spool_fd);
@@ -172,9 +239,19 @@ int gl_spool_open(const char *output_path) {
     close(spool_fd);
     spool_fd = -1;
   }
+  /* The spool needs reading for its magic: O_WRONLY cannot, so reopen read-only. */
+  int probe = open(spool_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int ours = probe >= 0 && is_our_spool(probe);
+  if (probe >= 0) close(probe);
+  if (!ours) {
+    char why[PATH_MAX + 96];
+    snprintf(why, sizeof why, "%s exists and is not a grainlab spool (move it away)", spool_path);
+    return fail_open(why);
+  }
+  /* Our own spool, left by an earlier run on this output: replaced. The old
+   * trace at the output stays until this run's is renamed over it; readers
+   * (grainlab.load) wait while the spool is locked. */
   if (ftruncate(spool_fd, 0) != 0) return fail_open(strerror(errno));
-  /* Nothing may read an old trace as this run's. */
-  if (unlink(out_path) != 0 && errno != ENOENT) return fail_open(strerror(errno));
   return 1;
 }
 

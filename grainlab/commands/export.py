@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..analysis import Analysis
 from ..errors import GrainlabError, UsageError
+from ..outpath import resolve_output, temporary_beside
 from ._pipeline import Progress, warn_incomplete
 
 HELP = "export the grain graph as GraphML (yEd, Cytoscape) or Perfetto JSON"
@@ -40,9 +41,9 @@ def run(args) -> int:
         raise UsageError("export: give --graphml OUT and/or --perfetto OUT")
     if args.reduced and not args.graphml:
         raise UsageError("export: --reduced applies to --graphml only")
-    outputs = [Path(p) for p in (args.graphml, args.perfetto) if p]
-    for out in outputs:
-        _check_writable(out)
+    for out in (args.graphml, args.perfetto):
+        if out:
+            resolve_output(out, "the export")      # before the long analysis
 
     progress = Progress(quiet=args.quiet)
     g = graph_for_export(Analysis(args.trace, progress=progress), metrics=not args.no_metrics)
@@ -72,23 +73,14 @@ def graph_for_export(a, metrics=True):
     return g
 
 
-def _check_writable(out: Path) -> None:
-    parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir():
-        raise UsageError(f"{out}: is a directory")
-    if not parent.is_dir():
-        raise UsageError(f"{out}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"{out}: directory {parent} is not writable")
-
-
 def _atomic(out: Path, write):
     """Write to a temporary file next to `out` and rename: no half-written
     export is left behind by an error or ^C."""
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    target = resolve_output(out, "the export")      # links followed, regular files only
+    tmp = temporary_beside(target)
     try:
         info = write(tmp)
-        os.replace(tmp, out)
+        os.replace(tmp, target)
     except OSError as e:
         raise GrainlabError(f"{out}: cannot write ({e.strerror or e})") from None
     finally:

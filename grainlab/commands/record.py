@@ -26,7 +26,8 @@ from pathlib import Path
 from .. import _paths, program
 from .. import schema as S
 from ..errors import GrainlabError, RecordError, TraceError, UsageError
-from ..spool import is_locked, spool_of
+from ..outpath import resolve_output
+from ..spool import spool_of
 from ..trace import load
 
 HELP = "run an OpenMP program with the collector and write a trace"
@@ -102,7 +103,8 @@ def run(args) -> int:
         raise UsageError("record: no program given (usage: grainlab record "
                          "[-o TRACE] -- PROGRAM ARGS...)")
     output = Path(args.output)
-    check_writable(output)
+    target = resolve_output(output)      # links followed; only regular files
+    before = _identity(target)
     counters = check_counters(args.counters)
     prog = program.inspect(command[0])
     env = os.environ.copy()
@@ -123,38 +125,30 @@ def run(args) -> int:
     env.update({
         "OMP_TOOL": "enabled",
         "OMP_TOOL_LIBRARIES": str(collector),
-        "GRAINLAB_OUTPUT": str(output.resolve()),
+        "GRAINLAB_OUTPUT": str(target),
         "GRAINLAB_QUIET": "1",  # record prints its own line about the trace
     })
     if counters is not None:
         env["GRAINLAB_COUNTERS"] = counters
     if args.buffer_events is not None:
         env["GRAINLAB_BUFFER_EVENTS"] = str(args.buffer_events)
-    # A stale trace must not pass for this run's.
-    _remove_stale(output)
     try:
         code = run_forwarding_signals([str(prog.path)] + command[1:], env)
     finally:
         if cleanup:
             cleanup()
-    return report(output, command[0], code, args.quiet)
+    return report(output, target, before, command[0], code, args.quiet)
 
 
-def check_writable(output: Path) -> None:
-    if output.is_dir():
-        raise RecordError(f"cannot write trace to {output}: is a directory")
-    parent = output.parent if str(output.parent) else Path(".")
-    if not parent.is_dir():
-        raise RecordError(f"cannot write trace to {output}: directory {parent} "
-                          "does not exist")
-    existed = output.exists()
+def _identity(path: Path):
+    """What distinguishes this run's trace from one left by an earlier run:
+    the file's inode and modification time (the trace is renamed into place,
+    so a new trace is a new inode), or None when there is none."""
     try:
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT, 0o644)
-        os.close(fd)
-    except OSError as e:
-        raise RecordError(f"cannot write trace to {output}: {e.strerror}") from None
-    if not existed:
-        os.unlink(output)
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns)
 
 
 def check_counters(spec: str | None) -> str | None:
@@ -172,20 +166,6 @@ def check_counters(spec: str | None) -> str | None:
     if len(names) > 8:
         raise UsageError(f"--counters: at most 8 counters, got {len(names)}")
     return ",".join(names)
-
-
-def _remove_stale(output: Path) -> None:
-    # A spool nobody holds is a killed run's leftover; a locked one is the
-    # previous run's conversion, which the collector waits for.
-    spool = spool_of(output)
-    stale = [output] + ([spool] if is_locked(spool) is False else [])
-    for path in stale:
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise RecordError(f"cannot replace {path}: {e.strerror}") from None
 
 
 def _use_libomp_for_libgomp(env) -> callable:
@@ -259,18 +239,21 @@ def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def report(output: Path, name: str, code: int, quiet: bool) -> int:
-    """Say what the run left behind, in one line on stderr."""
+def report(output: Path, target: Path, before, name: str, code: int, quiet: bool) -> int:
+    """Say what the run left behind, in one line on stderr. `target` is the
+    file the collector writes (`output` with links followed); `before` its
+    identity before the run: a trace still the same is not this run's."""
     failed = code if code != 0 else 2
     # The collector spools the run and converts it after the program exits:
     # load() waits for that (or converts what a killed run left behind).
-    if not spool_of(output).exists() and (not output.exists() or output.stat().st_size == 0):
+    if not spool_of(target).exists() and (_identity(target) == before
+                                         or target.stat().st_size == 0):
         print(f"grainlab: no trace written to {output}: the OpenMP runtime did not "
               f"load the collector ({name} exited with {code}; is it linked with "
               "LLVM libomp, and does OMP_TOOL_LIBRARIES reach it?)", file=sys.stderr)
         return failed
     try:
-        trace = load(output)  # validates: a trace that loads is a trace that works
+        trace = load(target)  # validates: a trace that loads is a trace that works
     except TraceError as e:
         print(f"grainlab: {e}", file=sys.stderr)
         return failed
