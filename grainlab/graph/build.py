@@ -580,11 +580,6 @@ class _Builder:
         tgt = self.first_node[sl["child"][fk]]
         add(node[fk][tgt >= 0], tgt[tgt >= 0], CREATION)
 
-        self.task_waiter = self._waiters()
-        last = self.last_node[:T]
-        ok = (last >= 0) & (self.task_waiter >= 0)
-        add(last[ok], self.task_waiter[ok], SYNCHRONIZATION)
-
         # implicit tasks end at their region's region_end join
         pe = self.pe_rows
         rj = _series(self._slot_node_at(pe, JOIN), self.rows.take("other", pe))
@@ -592,6 +587,12 @@ class _Builder:
         self.ctx_waiter = np.full(self.E, -1, np.int64)
         self.ctx_waiter[imp] = rj.reindex(self.ctx["region"].to_numpy(np.uint64)[imp - T]).to_numpy(
             dtype=np.float64, na_value=-1).astype(np.int64)
+
+        self.task_waiter = self._waiters()
+        last = self.last_node[:T]
+        ok = (last >= 0) & (self.task_waiter >= 0)
+        add(last[ok], self.task_waiter[ok], SYNCHRONIZATION)
+
         ok = (self.ctx_waiter[imp] >= 0) & (self.last_node[imp] >= 0)
         add(self.last_node[imp][ok], self.ctx_waiter[imp][ok], SYNCHRONIZATION)
 
@@ -661,6 +662,15 @@ class _Builder:
         bkey, bj = joins(isj & ((jk == BARRIER) | (jk == PROGRAM_END)))
         B = np.full(T, -1, np.int64)
         B[ctx_parent] = _first_after(bkey, bj, parent[ctx_parent], fseq[ctx_parent], W)
+        # No barrier after the creation in the implicit task (a team of one:
+        # libomp reports none at the region's end): the region's own end,
+        # the region_end join its implicit tasks end in, waits for the task.
+        no_barrier = np.flatnonzero(ctx_parent & (B < 0))
+        if len(no_barrier):
+            slot_of_node = np.full(int(node.max()) + 1, -1, np.int64)
+            slot_of_node[node] = np.arange(len(node))
+            end_node = self.ctx_waiter[parent[no_barrier]]
+            B[no_barrier] = np.where(end_node >= 0, slot_of_node[np.maximum(end_node, 0)], -1)
 
         # catch(X): the join that waits for X's descendants their parents don't wait for
         catch = np.full(T, -1, np.int64)

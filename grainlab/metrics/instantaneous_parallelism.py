@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .intervals import union_by_group
 from ._graph import grain_exec_mask
 from .earliest_start import earliest_start
 
@@ -146,18 +147,27 @@ def _choose_length(g, grain, start, end, interval, max_intervals):
     return length, k, info
 
 
+def running_intervals(g):
+    """When each thread was running a grain: per thread, the union of its grain
+    fragments and chunks. A fragment's [start, end] can contain other grains run
+    inline on the same thread (undeferred or included children, tasks executed
+    at a taskwait or barrier): the union counts that time once, so a thread
+    runs at most one grain at any instant. Returns (thread, start, end)."""
+    m = grain_exec_mask(g)
+    return union_by_group(g.nodes["thread"].to_numpy(np.int64)[m],
+                          g.nodes["start"].to_numpy(np.int64)[m],
+                          g.nodes["end"].to_numpy(np.int64)[m])
+
+
 def achieved_profile(g) -> pd.DataFrame:
     """Grains actually running over time (recorded timestamps): a step function,
-    one row per change: time (ns) and the number of grain fragments running from
-    then on."""
-    m = grain_exec_mask(g)
-    s = g.nodes["start"].to_numpy(np.int64)[m]
-    e = g.nodes["end"].to_numpy(np.int64)[m]
-    keep = e > s
-    t = np.concatenate([s[keep], e[keep]])
-    d = np.concatenate([np.ones(keep.sum(), np.int64), -np.ones(keep.sum(), np.int64)])
-    if len(t) == 0:
+    one row per change: time (ns) and the number of threads running a grain
+    from then on (never more than the threads)."""
+    _, s, e = running_intervals(g)
+    if len(s) == 0:
         return pd.DataFrame({"time": np.zeros(0, np.int64), "running": np.zeros(0, np.int64)})
+    t = np.concatenate([s, e])
+    d = np.concatenate([np.ones(len(s), np.int64), -np.ones(len(e), np.int64)])
     times, inv = np.unique(t, return_inverse=True)
     delta = np.bincount(inv, weights=d, minlength=len(times)).astype(np.int64)
     return pd.DataFrame({"time": times, "running": np.cumsum(delta)})
@@ -167,12 +177,8 @@ def achieved_summary(g) -> dict:
     """Time-weighted mean and maximum of the achieved profile, without building
     it: mean = busy time / window; the maximum is reached at some start, where
     running = starts so far - ends so far."""
-    m = grain_exec_mask(g)
-    s = g.nodes["start"].to_numpy(np.int64)[m]
-    e = g.nodes["end"].to_numpy(np.int64)[m]
-    keep = e > s
-    # node order is mostly time order per owner: timsort ("stable") exploits the runs
-    s, e = np.sort(s[keep], kind="stable"), np.sort(e[keep], kind="stable")
+    _, s, e = running_intervals(g)
+    s, e = np.sort(s, kind="stable"), np.sort(e, kind="stable")
     if len(s) == 0:
         return {"achieved_mean": 0.0, "achieved_max": 0}
     window = int(e[-1] - s[0])
@@ -180,8 +186,6 @@ def achieved_summary(g) -> dict:
     return {"achieved_mean": float((e - s).sum() / window) if window else 0.0,
             "achieved_max": int(running.max())}
 
-
-# ---------------------------------------------------------------------------
 
 def _counts(grain, start, end, length, k):
     """Per-interval optimistic and conservative counts, and the deduplicated

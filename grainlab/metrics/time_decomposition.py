@@ -1,4 +1,6 @@
-"""Per-thread time decomposition (seed 000, §2: work / overhead / idle).
+"""Per-thread time decomposition (Olivier et al., "Characterizing and
+mitigating work time inflation in task parallel programs", SC 2012, §2:
+work / overhead / idle).
 
 For each thread that ran anything, over the program's wall-clock window
 [first node start, last node end]:
@@ -7,8 +9,15 @@ For each thread that ran anything, over the program's wall-clock window
   schedule  book-keeping durations (obtaining loop chunks)
   sync      join durations: the runtime's latency to resume after a join became
             ready (a team join's is charged to every thread that resumes from it)
-  overhead  create + schedule + sync
-  idle      the rest of the window: waiting in joins, no work available
+  runtime   the rest of its time while work was available: in the runtime
+            between grains (finding, starting and finishing tasks, waiting in a
+            join) while at least one created task had not started yet
+  overhead  create + schedule + sync + runtime
+  idle      the rest: time with nothing runnable (no created task waiting to
+            start), and time before the thread's first / after its last node
+so work + overhead + idle = threads x window exactly. A lone thread is never
+idle while tasks wait for it: its time between grains is overhead. The rule is
+documented in docs/metrics.md ("Time decomposition").
 Summed over threads: OVR = (work + overhead + idle) / work, and with a reference
 run (`compare`): WTI_N = Σwork_N / Σwork_1, speed-up_N = N / (OVR_N · WTI_N).
 Units: ns.
@@ -19,8 +28,9 @@ import numpy as np
 import pandas as pd
 
 from ._graph import is_one_of
+from .intervals import covered, union_by_group
 
-COLUMNS = ("work", "create", "schedule", "sync", "overhead", "idle", "total")
+COLUMNS = ("work", "create", "schedule", "sync", "runtime", "overhead", "idle", "total")
 
 
 def per_thread(g) -> pd.DataFrame:
@@ -50,11 +60,44 @@ def per_thread(g) -> pd.DataFrame:
     dst = e["dst"].to_numpy(np.int64)
     cont = is_one_of(e["type"], "continuation") & is_join[src]
     sync = total_by_thread(np.ones(cont.sum(), bool), thread[dst[cont]], dur[src[cont]])
-    overhead = create + schedule + sync
-    idle = np.maximum(window - work - overhead, 0)
+    rest = np.maximum(window - work - create - schedule - sync, 0)
+    idle = np.minimum(rest, _nothing_runnable(g, threads, thread, start, end))
+    runtime = rest - idle
+    overhead = create + schedule + sync + runtime
     return pd.DataFrame({"thread": threads, "work": work, "create": create,
-                         "schedule": schedule, "sync": sync, "overhead": overhead,
-                         "idle": idle, "total": work + overhead + idle})
+                         "schedule": schedule, "sync": sync, "runtime": runtime,
+                         "overhead": overhead, "idle": idle,
+                         "total": work + overhead + idle})
+
+
+def _nothing_runnable(g, threads, thread, start, end) -> np.ndarray:
+    """Per thread: time in the window when it ran no node and no created task
+    was waiting to start (so it could not have had work), plus the window
+    outside its own first..last node."""
+    lo, hi = int(start.min()), int(end.max())
+    # ready: from a task's creation (its fork) to its first start
+    nodes = g.nodes
+    fork = is_one_of(nodes["type"], "fork")
+    child = nodes["child"].to_numpy(np.int64)[fork]
+    ok = (child >= 0) & (child < len(g.grains))
+    created = start[fork][ok]
+    began = g.grains["start"].to_numpy(np.int64)[child[ok]]
+    _, rs, re_ = union_by_group(np.zeros(ok.sum(), np.int64), created, began)
+    # per thread: the gaps between its nodes, within its own lifetime
+    t_ok = thread >= 0
+    gt, bs, be = union_by_group(thread[t_ok], start[t_ok], end[t_ok])
+    out = np.zeros(len(threads), np.int64)
+    if len(bs) == 0:
+        return out + (hi - lo)
+    same = gt[1:] == gt[:-1]
+    gap_t, gap_a, gap_b = gt[1:][same], be[:-1][same], bs[1:][same]
+    idle_gap = (gap_b - gap_a) - covered(rs, re_, gap_a, gap_b)
+    per = pd.Series(idle_gap).groupby(gap_t).sum()
+    first = pd.Series(bs).groupby(gt).min()
+    last = pd.Series(be).groupby(gt).max()
+    outside = (first - lo) + (hi - last)
+    total = outside.add(per, fill_value=0)
+    return total.reindex(threads, fill_value=hi - lo).to_numpy(np.int64)
 
 
 def summary(g) -> dict:
