@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from . import schema as S
 
@@ -29,7 +30,7 @@ def summarize(trace) -> dict:
         "final_tasks": int(explicit["final"].sum()),
         "untied_tasks": int(explicit["untied"].sum()),
         "tasks_with_dependences": int(explicit["has_dependences"].sum()),
-        "max_task_depth": int(tasks["depth"].max()) if len(tasks) else 0,
+        "max_task_depth": explicit_depth(tasks),
         "chunks": int(len(chunks)),
         "inferred_chunks": int(chunks["inferred"].sum()),
         "iterations": int(chunks["iterations"].sum()),
@@ -54,6 +55,33 @@ def summarize(trace) -> dict:
         "schema_version": int(trace.meta["schema_version"]),
         "problems": list(trace.problems),
     }
+
+
+def explicit_depth(tasks) -> int:
+    """Deepest nesting of explicit tasks: a task created by an implicit (or the
+    initial) task has depth 1, its children 2, ... (fib with cutoff 10: 10).
+    `tasks.depth` also counts the implicit tasks' levels: subtract, per task,
+    the depth of its nearest non-explicit ancestor (pointer jumping, bounded)."""
+    explicit = (tasks["kind"] == "explicit").to_numpy()
+    if not explicit.any():
+        return 0
+    depth = tasks["depth"].to_numpy(np.int64)
+    pos = pd.Index(tasks["id"].to_numpy()).get_indexer(tasks["parent"].to_numpy())
+    has = pos >= 0
+    parent_explicit = np.zeros(len(pos), bool)
+    parent_explicit[has] = explicit[pos[has]]
+    base = np.where(has & ~parent_explicit, depth[np.maximum(pos, 0)], -1)
+    up = np.where(has & parent_explicit, pos, -1)
+    for _ in range(int(np.ceil(np.log2(max(len(pos), 2)))) + 2):
+        live = np.flatnonzero((up >= 0) & (base < 0))
+        if not len(live):
+            break
+        p = up[live]
+        done = base[p] >= 0
+        base[live[done]] = base[p[done]]
+        up[live[~done]] = up[p[~done]]
+    ok = explicit & (base >= 0)
+    return int((depth[ok] - base[ok]).max()) if ok.any() else 0
 
 
 def _int_or_none(v):

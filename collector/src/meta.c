@@ -227,6 +227,16 @@ static void sb_intlist(strbuf *b, const intlist *l) {
 /* ------------------------------------------------------------ command */
 
 char *gl_meta_command_json(void) {
+  /* `grainlab record` knows the argv it launched: programs may overwrite
+   * their own argv while parsing options (a benchmark suite writes `-*` over
+   * its flags), which /proc/self/cmdline then shows. Consumed here, so a
+   * program this one runs reports its own command line. */
+  const char *launched = getenv("GRAINLAB_COMMAND");
+  if (launched && launched[0] == '[' && launched[strlen(launched) - 1] == ']') {
+    char *copy = strdup(launched);
+    unsetenv("GRAINLAB_COMMAND");
+    if (copy) return copy;
+  }
   strbuf b = {0};
   size_t len = 0;
   char *args = read_file("/proc/self/cmdline", &len);

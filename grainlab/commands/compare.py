@@ -1,6 +1,8 @@
 """`grainlab compare A B`: work deviation of every grain of run B against the same
 grain (matched by identity) in reference run A (usually 1 thread), per grain and
-per source location, plus the seed-000 terms WTI, OVR and the speed-up bound.
+per source location, plus the work-time-inflation terms WTI, OVR and the
+speed-up bound (Olivier et al., "Characterizing and mitigating work time
+inflation in task parallel programs", SC 2012).
 """
 from __future__ import annotations
 
@@ -82,7 +84,7 @@ def render(r: dict) -> str:
            f"inflated       {r['inflated']['grains']} grains ({r['inflated']['percent']:.1f}%) "
            f"with work deviation > {r['threshold']:.3g}, "
            f"{r['inflated']['on_critical_path']} on B's critical path",
-           f"seed 000       WTI {td['WTI']:.3g}, OVR {td['OVR']:.3g}, "
+           f"Olivier 2012   WTI {td['WTI']:.3g}, OVR {td['OVR']:.3g}, "
            f"speed-up bound N/(OVR*WTI) {td['speedup_bound']:.3g}",
            "", "SOURCE LOCATIONS (by work in B)",
            f"  {'location':<40} {'grains':>8} {'work A':>10} {'work B':>10} {'deviation':>9} {'inflated':>8}"]

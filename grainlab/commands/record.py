@@ -14,6 +14,7 @@ killed before it could.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -127,6 +128,8 @@ def run(args) -> int:
         "OMP_TOOL_LIBRARIES": str(collector),
         "GRAINLAB_OUTPUT": str(target),
         "GRAINLAB_QUIET": "1",  # record prints its own line about the trace
+        # the argv launched: the program may overwrite its own while parsing
+        "GRAINLAB_COMMAND": json.dumps(command),
     })
     if counters is not None:
         env["GRAINLAB_COUNTERS"] = counters
@@ -259,7 +262,8 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
         return failed
     code_column = trace.events["event"].to_numpy()
     # Counted from the events directly: no need to build task tables here.
-    what = (f"{len(code_column)} events, {trace.threads} threads, "
+    what = (f"{len(code_column)} events, {trace.threads} "
+            f"thread{'' if trace.threads == 1 else 's'}, "
             f"{int((code_column == S.TASK_CREATE).sum())} tasks, "
             f"{int((code_column == S.CHUNK).sum())} chunk events")
     if not trace.complete:

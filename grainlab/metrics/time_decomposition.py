@@ -109,7 +109,7 @@ def summary(g) -> dict:
 
 
 def speedup_terms(summary_n: dict, summary_1: dict) -> dict:
-    """WTI_N, OVR_N and the speed-up bound N / (OVR_N · WTI_N) (seed 000 §3)."""
+    """WTI_N, OVR_N and the speed-up bound N / (OVR_N · WTI_N) (Olivier et al., SC 2012, §3)."""
     wti = summary_n["work"] / summary_1["work"] if summary_1["work"] > 0 else float("nan")
     ovr = summary_n["OVR"]
     n = summary_n["threads"]
