@@ -25,6 +25,13 @@ from grainlab.metrics import time_decomposition as td
 MS = 1_000_000
 
 
+def _longest_per_region(g):
+    """Sum over regions of the longest task: what the span must be (plus a
+    little serial code) when each region's tasks run beside each other."""
+    gr = g.grains
+    return int(gr.groupby(gr["join"])["work"].max().sum())
+
+
 @pytest.mark.parametrize("mode", ["master", "single"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_tasks_join_at_their_regions_end(record, mode, threads):
@@ -33,8 +40,15 @@ def test_tasks_join_at_their_regions_end(record, mode, threads):
     s = a.summary
     assert s["tasks"] == 16
     assert len(s["critical_path"]) >= 2                # one 30 ms task per region at least
-    assert 60 * MS <= s["span_ns"] <= 75 * MS, s["span_ns"]
-    assert 6.5 <= s["parallelism"] <= 8.5, s["parallelism"]
+    # span: at least the longest task of region 1 plus the longest of region 2
+    # (regions never overlap; the bug gave ~1 task), and not much more. Not
+    # 60-75 ms flat: on this shared 2-core VM, under load average 2-3, 30 ms
+    # spin tasks and the creating thread were preempted at 2 threads (longest
+    # tasks summing to 168 ms, span 205 ms = 1.22x, parallelism 3.25; unloaded:
+    # span 60.4 ms, parallelism 7.95). Parallelism never ~16 (overlap).
+    longest = _longest_per_region(a.graph)
+    assert 60 * MS <= longest <= s["span_ns"] <= 1.5 * longest, (s["span_ns"], longest)
+    assert 2 <= s["parallelism"] <= 8.5, s["parallelism"]
     # every task of region r joins before region r+1's tasks start
     g = a.graph
     gr = g.grains
@@ -45,10 +59,23 @@ def test_tasks_join_at_their_regions_end(record, mode, threads):
 
 
 def test_regions_agree_between_1_and_2_threads(record):
-    one = gl.analyze(record("regions", 2, 8, 30, "master", threads=1)).summary
-    two = gl.analyze(record("regions", 2, 8, 30, "master", threads=2)).summary
-    assert abs(one["span_ns"] - two["span_ns"]) <= 0.1 * two["span_ns"]
-    assert abs(one["parallelism"] - two["parallelism"]) <= 0.1 * two["parallelism"]
+    # Measured on this shared 2-core VM: a 30 ms spin task at 2 threads takes
+    # 30-140 ms of wall time when other jobs preempt it (span 60.3 ms at 1
+    # thread, 60.4-205 ms at 2), so raw spans cannot be compared by a bound.
+    # What must agree is the structure: at both thread counts the span is the
+    # longest task of region 1 plus the longest of region 2 (+ serial code),
+    # and the critical path runs through one task of each region.
+    figs = {}
+    for threads in (1, 2):
+        a = gl.analyze(record("regions", 2, 8, 30, "master", threads=threads))
+        g = a.graph
+        longest = _longest_per_region(g)
+        crit = g.grains.loc[g.critical_grains]
+        assert sorted(crit["join"].unique()) == sorted(g.grains["join"].unique())
+        figs[threads] = g.span / longest
+    # span / (sum of each region's longest task): 1.005-1.06 unloaded at both
+    # thread counts, up to 1.22 at 2 threads when preempted (see above)
+    assert 1 <= figs[1] <= 1.5 and 1 <= figs[2] <= 1.5, figs
 
 
 @pytest.mark.parametrize("program, args", [
@@ -122,3 +149,51 @@ def test_invariants_hold_on_every_example(record, program, args, threads):
     assert (join_end >= tasks["end"].to_numpy()).all()
     per = td.per_thread(g)
     assert (per["work"] + per["overhead"] + per["idle"] == per["total"]).all()
+
+
+# ---------------------------------------------------------------------------
+# which join: every grain's join is its region's, never the program's end
+
+def _join_kinds(g):
+    j = g.grains["join"].to_numpy(np.int64)
+    kinds = np.full(len(j), "none", dtype=object)
+    kinds[j >= 0] = g.nodes["join_kind"].astype(str).to_numpy()[j[j >= 0]]
+    return kinds
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_deep_tree_without_taskwait_joins_at_the_region_end(record, threads):
+    # tree 5 3: 3 + 9 + 27 + 81 + 243 tasks, none waited for by a taskwait;
+    # every one, at every depth, joins at the region's end (its barrier with 2
+    # threads, the region_end join with 1). The catch join was inherited down
+    # the tree by pointer jumping that lost every task 3+ levels below the
+    # task holding it: those joined at the program's end.
+    g = gl.analyze(record("tree", 5, 3, threads=threads)).graph
+    assert len(g.grains) == 363
+    kinds = _join_kinds(g)
+    expected = "barrier" if threads == 2 else "region_end"
+    assert set(kinds) == {expected}, dict(zip(*np.unique(kinds, return_counts=True)))
+    assert len(np.unique(g.grains["join"])) == 1
+    assert (g.grains["depth"].to_numpy() == 5).sum() == 243
+
+
+def test_loop_chunks_of_a_team_of_one_join_at_their_regions_end(record):
+    # loops all N at 1 thread: libomp reports one chunk for dynamic and guided
+    # (none for the static ones) and no barrier: the chunk joins at its own
+    # region's end, one region per loop, not nowhere
+    g = gl.analyze(record("loops", "all", 300, threads=1)).graph
+    kinds = _join_kinds(g)
+    assert len(kinds) and set(kinds) == {"region_end"}, kinds
+    join = g.grains["join"].to_numpy()
+    assert len(np.unique(join)) == len(join)       # each chunk its own loop's region
+    ends = g.nodes["end"].to_numpy()[join]
+    assert (ends >= g.grains["end"].to_numpy()).all()
+
+
+@pytest.mark.parametrize("program, args", EXAMPLES, ids=lambda v: str(v))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_no_grain_of_a_parallel_region_waits_for_the_program_end(record, program, args, threads):
+    g = gl.analyze(record(program, *args, threads=threads)).graph
+    kinds = _join_kinds(g)
+    assert "program_end" not in set(kinds) and "none" not in set(kinds), \
+        dict(zip(*np.unique(kinds, return_counts=True)))

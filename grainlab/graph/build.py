@@ -704,9 +704,11 @@ class _Builder:
             p = up[live]
             done = up[p] < 0
             value[live[done]] = value[p[done]]
-            up[live[done]] = -1
             nd = live[~done]
-            up[nd] = up[up[nd]]
+            # jump from the pointers as they were before this pass: clearing
+            # the done ones first would cut a grandchild loose with no value
+            up[nd] = up[p[~done]]
+            up[live[done]] = -1
 
     def _taskgroup_of_tasks(self, parent, fseq, W):
         """Slot of the taskgroup join of the innermost taskgroup of the parent
@@ -837,6 +839,9 @@ class _Builder:
         cs = np.flatnonzero(sl["type"] == CHUNK)
         chunk_join = np.full(K, -1, np.int64)
         cj = _first_after(jkey[o], sl["node"][j[o]], sl["owner"][cs], sl["seq"][cs], W)
+        # no join after it (a team of one reports no barrier): the region's end
+        # its implicit task ends at
+        cj = np.where(cj >= 0, cj, self.ctx_waiter[sl["owner"][cs]])
         chunk_join[sl["grain"][cs] - E] = cj
         waiter = np.concatenate([self.task_waiter, chunk_join])           # public grain order
         n_waited = np.bincount(waiter[waiter >= 0], minlength=self.N).astype(np.int32)
