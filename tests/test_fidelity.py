@@ -197,3 +197,33 @@ def test_no_grain_of_a_parallel_region_waits_for_the_program_end(record, program
     kinds = _join_kinds(g)
     assert "program_end" not in set(kinds) and "none" not in set(kinds), \
         dict(zip(*np.unique(kinds, return_counts=True)))
+
+
+def _reference_busy(g):
+    """Plain reference for the achieved mean: per thread, sort the grain
+    fragments and sweep them, merging overlaps (a fragment encloses the
+    children its thread ran inline); the busy time is the merged length."""
+    from grainlab.metrics._graph import grain_exec_mask
+    busy = 0
+    for _, part in g.nodes[grain_exec_mask(g)].groupby("thread"):
+        cur = None
+        for s, e in sorted(zip(part["start"].tolist(), part["end"].tolist())):
+            if e <= s:
+                continue
+            if cur is None or s > cur[1]:
+                busy += 0 if cur is None else cur[1] - cur[0]
+                cur = [s, e]
+            else:
+                cur[1] = max(cur[1], e)
+        busy += 0 if cur is None else cur[1] - cur[0]
+    return busy
+
+
+@pytest.mark.parametrize("program, args", [("fib", (16,)), ("tree", (6, 3)), ("undeferred", (10,))])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_achieved_mean_is_the_threads_busy_time_over_the_window(record, program, args, threads):
+    g = gl.analyze(record(program, *args, threads=threads)).graph
+    prof = ip.achieved_profile(g)
+    window = int(prof["time"].iloc[-1] - prof["time"].iloc[0])
+    mean = ip.achieved_summary(g)["achieved_mean"]
+    assert mean * window == pytest.approx(_reference_busy(g), rel=1e-9)
