@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/analyze_scale.py                 # 1e5 1e6 1e7
     .venv/bin/python benchmarks/analyze_scale.py --sizes 1e5,1e6 --shape fork-join
     .venv/bin/python benchmarks/analyze_scale.py --sizes 1e6 --profile   # + cProfile top list
+    .venv/bin/python benchmarks/analyze_scale.py --shape deep-tree --sizes 1e6   # depth 20 vs 2,000
 
 Synthetic traces come from `grainlab.synth.generate` and are cached (by shape and size)
 under --cache-dir, so reruns only measure the analysis. Each size is measured in
@@ -15,6 +16,16 @@ Targets (issue 3, "Performance"; 2-core machine): 10^6 grains <= 10 s and
 <= 4 GiB; 10^7 grains <= 120 s and <= 20 GiB; 10^7/10^6 time ratio <= 12.
 The last line is a one-line verdict against them. This is a benchmark, not a
 test: it never fails a build; its exit code is 0 unless a child crashed.
+
+--shape deep-tree (issue 7, "Scale"): per size N, four traces of ~N tasks, a
+synthetic spine (`grainlab synth --shape spine --spine-length D`) and a real
+recorded `examples/deeptree D N/D-1` (2 threads), each at depth D = 20 and
+D = 2,000. Times `grainlab info --json` and `grainlab analyze --json` as the
+user runs them (fresh CLI processes, peak RSS from each child's rusage) and
+prints peak bytes per grain at both depths side by side: the figure must not
+grow with depth. Targets at depth 2,000, 10^6 tasks: info <= 3 s and <= 1 GiB,
+analyze <= 10 s and <= 2.5 GiB. --deep-steps info skips analyze (which held
+O(tasks x depth) lineage strings before issue 7: ~15 GiB at depth 2,000).
 """
 from __future__ import annotations
 
@@ -165,8 +176,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="1e5,1e6,1e7",
                     help="comma-separated grain counts (default 1e5,1e6,1e7)")
     ap.add_argument("--shape", default="fork-join",
-                    choices=["fork-join", "spine", "loop", "random"],
-                    help="synthetic trace shape (default fork-join)")
+                    choices=["fork-join", "spine", "loop", "random", "deep-tree"],
+                    help="synthetic trace shape (default fork-join); deep-tree: "
+                         "info and analyze at depth 20 and 2,000, synthetic and real")
+    ap.add_argument("--deep-steps", default="info,analyze",
+                    help="deep-tree: commands to measure (default info,analyze)")
     ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
                                                         "grainlab-bench"),
                     help="where generated traces are kept between runs")
@@ -183,6 +197,8 @@ def main(argv=None) -> int:
     sizes = parse_sizes(args.sizes)
     cache = Path(args.cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
+    if args.shape == "deep-tree":
+        return deep_tree(sizes, cache, args.deep_steps.split(","), args.timeout)
     print(f"analyze_scale: shape={args.shape} sizes={','.join(map(fmt_size, sizes))} "
           f"cache={cache} python={python()}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -254,6 +270,99 @@ def main(argv=None) -> int:
         prev = (n, res["seconds"])
         prev_peak = (n, res["peak_bytes"])
     print(summary(results))
+    return 1 if crashed else 0
+
+
+# ---------------------------------------------------------------- deep tree
+
+DEPTHS = (20, 2000)
+DEEP_TARGETS = {"info": (3.0, 1 * GIB), "analyze": (10.0, 2.5 * GIB)}
+
+
+def deep_trace(source: str, tasks: int, depth: int, cache: Path, timeout: float) -> Path:
+    """A ~`tasks`-task trace `depth` deep: synth spine or real examples/deeptree."""
+    out = cache / f"deep-{source}-{tasks}-{depth}.parquet"
+    if out.exists():
+        return out
+    tmp = out.with_suffix(".tmp.parquet")
+    cli = [python(), "-m", "grainlab.cli"]
+    if source == "synth":
+        cmd = cli + ["synth", "--shape", "spine", "--grains", str(tasks),
+                     "--spine-length", str(depth), "-o", str(tmp), "-q"]
+    else:
+        leaves = max(tasks // depth - 1, 0)
+        cmd = cli + ["record", "-q", "-o", str(tmp), "--",
+                     str(REPO / "build" / "examples" / "deeptree"), str(depth), str(leaves)]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, "OMP_NUM_THREADS": "2"})
+    if r.returncode != 0:
+        tail = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        raise RuntimeError(f"{' '.join(cmd[3:])}: {tail}")
+    os.replace(tmp, out)
+    return out
+
+
+def run_cli(command: str, path: Path, timeout: float) -> dict:
+    """Wall seconds and peak RSS of one `grainlab <command> --json` child (its
+    own rusage from wait4, so no other child's peak counts)."""
+    import threading
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        p = subprocess.Popen([python(), "-m", "grainlab.cli", command, "--json", str(path)],
+                             cwd=REPO, stdout=out, stderr=err)
+        killer = threading.Timer(timeout, p.kill)
+        killer.start()
+        _, status, usage = os.wait4(p.pid, 0)
+        killer.cancel()
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            tail = (err.read().decode(errors="replace").strip().splitlines() or [""])[-1]
+            return {"error": f"exit {p.returncode}: {tail}"}
+    return {"seconds": wall, "peak_bytes": usage.ru_maxrss * 1024}
+
+
+def deep_tree(sizes: list[int], cache: Path, steps: list[str], timeout: float) -> int:
+    print(f"analyze_scale: shape=deep-tree sizes={','.join(map(fmt_size, sizes))} "
+          f"depths={DEPTHS[0]},{DEPTHS[1]} steps={','.join(steps)} cache={cache}")
+    print("  each figure: one fresh `grainlab <step> --json` process, wall seconds "
+          "and its peak RSS; B/grain = peak bytes / tasks")
+    print(f"{'source':>6} {'tasks':>9} {'step':>8} " + " ".join(
+        f"{'d=' + str(d) + ' s':>10} {'GiB':>6} {'B/grain':>8}" for d in DEPTHS)
+        + f" {'B/grain ratio':>13}")
+    crashed, verdict = False, []
+    for n in sizes:
+        for source in ("synth", "real"):
+            try:
+                traces = {d: deep_trace(source, n, d, cache, timeout) for d in DEPTHS}
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"{source:>6} {fmt_size(n):>9} ERROR: {e}")
+                crashed = True
+                continue
+            for step in steps:
+                cells, per = [], {}
+                for d in DEPTHS:
+                    res = run_cli(step, traces[d], timeout)
+                    if "error" in res:
+                        crashed = True
+                        cells.append(f"{'ERROR':>10} {'':>6} {'':>8}")
+                        print(f"  {source} {step} depth {d}: {res['error']}")
+                        continue
+                    per[d] = res["peak_bytes"] / n
+                    cells.append(f"{res['seconds']:>10.2f} {res['peak_bytes'] / GIB:>6.2f} "
+                                 f"{per[d]:>8.0f}")
+                    if d == DEPTHS[1] and n >= 10 ** 6 and step in DEEP_TARGETS:
+                        max_s, max_mem = DEEP_TARGETS[step]
+                        ok = res["seconds"] <= max_s and res["peak_bytes"] <= max_mem
+                        verdict.append(f"{source} {step} {res['seconds']:.1f} s "
+                                       f"{res['peak_bytes'] / GIB:.2f} GiB "
+                                       f"{'<=' if ok else 'NOT <='} {max_s:.0f} s, "
+                                       f"{max_mem / GIB:g} GiB")
+                ratio = (f"{per[DEPTHS[1]] / per[DEPTHS[0]]:>13.2f}"
+                         if len(per) == 2 else f"{'-':>13}")
+                print(f"{source:>6} {n:>9} {step:>8} " + " ".join(cells) + " " + ratio)
+    print("SUMMARY (depth 2,000, >= 1e6 tasks): " + ("; ".join(verdict) or "not measured"))
     return 1 if crashed else 0
 
 
