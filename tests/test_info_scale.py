@@ -36,14 +36,24 @@ def test_deeptree_identity_equal_with_1_and_2_threads(record):
     assert sets[0] == sets[1]
 
 
+# Run through a small wrapper: Linux's ru_maxrss of a child counts the memory
+# of the process it was forked from (kept across exec), so a child of this big
+# test process would report at least the test process's own peak.
+WRAPPER = (
+    "import os, subprocess, sys\n"
+    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(p.pid, 0)\n"
+    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)\n")
+
+
 def peak_rss_of(*args) -> int:
-    """Peak resident memory (bytes) of one `grainlab` child, from its own rusage."""
-    p = subprocess.Popen([sys.executable, "-m", "grainlab.cli", *map(str, args)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    assert p.returncode == 0, p.stderr.read()
-    return usage.ru_maxrss * 1024  # Linux: KiB
+    """Peak resident memory (bytes) of one `grainlab` process, from its own rusage."""
+    r = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m",
+                        "grainlab.cli", *map(str, args)],
+                       capture_output=True, text=True, timeout=300)
+    code, peak = map(int, r.stdout.split())
+    assert code == 0, r.stderr
+    return peak
 
 
 def test_info_memory_does_not_grow_with_depth(tmp_path):
