@@ -1,4 +1,4 @@
-"""Code addresses -> source locations: `file:line (function)`.
+"""Code addresses -> source locations: `file:line (function, construct)`.
 
 A trace's `grainlab.loadmap` metadata lists every loaded object with its load
 base and executable address range (docs/trace-format.md). An address inside an
@@ -6,9 +6,16 @@ object becomes an offset into that file, looked up in its DWARF line table and
 ELF symbol table (pyelftools). `codeptr` values are return addresses, so the
 lookup uses address - 1 (the call instruction itself).
 
+- The file is shown as the shortest path suffix unique among the trace's
+  locations (`sparselu.c`, or `a/sparselu.c` and `b/sparselu.c`).
+- The function is the programmer's: compiler-outlined bodies
+  (`run.omp_outlined.13`, `.omp_task_entry..15`) are named after the function
+  they came from; the construct (task, parallel for, taskloop) stands beside it.
+- Distinct code addresses never merge: without a line, `file (func+0xOFF)`.
+
 Work is per unique address and per binary (parsed once per process, cached by
 path + size + mtime), never per grain. Fallbacks, never errors:
-  no debug line info                   -> `libomp.so.5+0x1a2b3 (__kmpc_taskloop)`
+  no debug line info                   -> `libomp.so.5 (__kmpc_taskloop+0x1a3)`
                                           (the function from the ELF symbol table)
   unreadable / not ELF                 -> `libomp.so.5+0x1a2b3`
   address outside every object         -> `0x7f12...`
@@ -28,60 +35,148 @@ import pandas as pd
 class _Binary:
     name: str
     line_addr: np.ndarray       # sorted row addresses of the line table
-    line_file: np.ndarray       # object: file basename per row (None at end_sequence)
+    line_file: np.ndarray       # object: full source path per row (None at end_sequence)
     line_no: np.ndarray
     func_addr: np.ndarray       # sorted FUNC symbol start addresses
     func_end: np.ndarray
     func_name: np.ndarray
 
     def lookup(self, offsets: np.ndarray) -> list:
-        """offset (already minus 1) -> location string."""
+        """offset (already minus 1) -> (source path or None, line or 0,
+        function or None, offset into the function, binary+offset text)."""
         out = []
         li = np.searchsorted(self.line_addr, offsets, side="right") - 1
         fi = np.searchsorted(self.func_addr, offsets, side="right") - 1
         for off, a, b in zip(offsets.tolist(), li.tolist(), fi.tolist()):
-            fn = None
+            fn, foff = None, 0
             if b >= 0 and off < self.func_end[b]:
-                fn = self.func_name[b]
-            if a >= 0 and self.line_file[a] is not None:
-                loc = f"{self.line_file[a]}:{self.line_no[a]}"
-                out.append(f"{loc} ({fn})" if fn else loc)
-            else:
-                raw = f"{self.name}+0x{off + 1:x}"
-                out.append(f"{raw} ({fn})" if fn else raw)
+                fn, foff = self.func_name[b], off + 1 - int(self.func_addr[b])
+            path = self.line_file[a] if a >= 0 else None
+            line = int(self.line_no[a]) if path is not None else 0
+            out.append((path, line, fn, foff, f"{self.name}+0x{off + 1:x}"))
         return out
 
 
-def symbolize(codeptrs, loadmap) -> np.ndarray:
-    """Location string for every element of `codeptrs` (object array)."""
+def user_function(name):
+    """The programmer's function behind a compiler-outlined one: clang names a
+    parallel region's body `f.omp_outlined.N` (or `.omp_outlined.` at file
+    scope) and a task's body `.omp_task_entry..N`; None when no user name is
+    left."""
+    if not name:
+        return None
+    for marker in (".omp_outlined", ".omp_task_entry", ".omp_task_privates_map"):
+        i = name.find(marker)
+        if i >= 0:
+            return name[:i] or None
+    return name
+
+
+def _unique_suffixes(paths) -> dict:
+    """path -> its shortest trailing part (whole components) that no other of
+    the paths ends with: `sparselu.c` alone, `a/sparselu.c` and
+    `b/sparselu.c` when two files share a basename."""
+    parts = {p: p.strip("/").split("/") for p in paths}
+    out = {}
+    for p, comps in parts.items():
+        for k in range(1, len(comps) + 1):
+            tail = comps[-k:]
+            if not any(q != p and other[-k:] == tail for q, other in parts.items()):
+                break
+        out[p] = "/".join(comps[-k:])
+    return out
+
+
+def format_locations(pieces, constructs=None) -> np.ndarray:
+    """Location strings for looked-up pieces (see `_Binary.lookup`; None for
+    an address outside every object): `file:line (function[, construct])`,
+    the file as the shortest path suffix unique among these pieces; without a
+    line, `file (function+0xOFF)` so that distinct code addresses never merge."""
+    suffix = _unique_suffixes({p[0] for p in pieces if p is not None and p[0]})
+    out = np.empty(len(pieces), dtype=object)
+    for i, p in enumerate(pieces):
+        construct = constructs[i] if constructs is not None else None
+        if p is None:
+            out[i] = None
+            continue
+        path, line, fn, foff, raw = p
+        user = user_function(fn)
+        if path and line > 0:
+            what = ", ".join(x for x in (user or fn, construct) if x)
+            out[i] = f"{suffix[path]}:{line}" + (f" ({what})" if what else "")
+        elif fn:
+            where = suffix[path] if path else raw.split("+")[0]
+            # the offset is into the symbol itself (outlined or not)
+            what = ", ".join(x for x in (f"{fn}+0x{foff:x}", construct) if x)
+            out[i] = f"{where} ({what})"
+        else:
+            out[i] = raw + (f" ({construct})" if construct else "")
+    return out
+
+
+def symbolize(codeptrs, loadmap, constructs=None) -> np.ndarray:
+    """Location string for every element of `codeptrs` (object array).
+    `constructs` (optional, one per element): the construct to name beside
+    the function (task, parallel for, taskloop)."""
     codeptrs = np.asarray(codeptrs, dtype=np.uint64)
-    uniq, inverse = np.unique(codeptrs, return_inverse=True)
-    names = np.array([f"0x{int(c):x}" for c in uniq], dtype=object)
-    names[uniq == 0] = "?"
+    if constructs is not None:
+        # a location is a (code address, construct) pair
+        cons = np.asarray(constructs, dtype=object).astype(str)
+        keys = pd.MultiIndex.from_arrays([codeptrs, cons])
+        codes, uniq_keys = pd.factorize(keys)
+        uniq = np.asarray(uniq_keys.get_level_values(0), dtype=np.uint64)
+        ucons = np.asarray(uniq_keys.get_level_values(1), dtype=object)
+        inverse = codes
+    else:
+        uniq, inverse = np.unique(codeptrs, return_inverse=True)
+        ucons = None
+    pieces = [None] * len(uniq)
     for entry in loadmap or ():
         try:
             path = str(entry["path"])
             base, lo, hi = int(entry["base"]), int(entry["start"]), int(entry["end"])
         except (KeyError, TypeError, ValueError):
             continue
-        inside = (uniq >= np.uint64(lo)) & (uniq < np.uint64(hi))
-        if not inside.any():
+        inside = np.flatnonzero((uniq >= np.uint64(lo)) & (uniq < np.uint64(hi)))
+        if not len(inside):
             continue
         offsets = (uniq[inside].astype(np.int64) - base) - 1
         binary = _load_binary(path)
         if binary is None:
             base_name = os.path.basename(path) or path
-            names[inside] = [f"{base_name}+0x{o + 1:x}" for o in offsets.tolist()]
+            for j, o in zip(inside.tolist(), offsets.tolist()):
+                pieces[j] = (None, 0, None, 0, f"{base_name}+0x{o + 1:x}")
         else:
-            names[inside] = binary.lookup(offsets)
+            for j, piece in zip(inside.tolist(), binary.lookup(offsets)):
+                pieces[j] = piece
+    names = format_locations(pieces, ucons)
+    for j in np.flatnonzero(pd.isna(names)):
+        c = f" ({ucons[j]})" if ucons is not None and ucons[j] else ""
+        names[j] = ("?" if uniq[j] == 0 else f"0x{int(uniq[j]):x}") + c
     return names[inverse]
 
 
 def grain_locations(g, trace_meta=None) -> pd.Series:
-    """One location string per grain of `g` (index = grain id)."""
+    """One location string per grain of `g` (index = grain id), with the
+    construct beside the function. A loop instance has one location: chunks
+    whose event carried no return address (libomp passes none on some
+    threads) take the one another chunk of the same instance has."""
     meta = trace_meta if trace_meta is not None else getattr(g, "meta", {}) or {}
-    locs = symbolize(g.grains["codeptr"].to_numpy(np.uint64), meta.get("loadmap"))
-    return pd.Series(locs, index=g.grains.index, name="location")
+    gr = g.grains
+    codeptr = gr["codeptr"].to_numpy(np.uint64)
+    kind = gr["kind"].astype(str).to_numpy() if len(gr) else np.zeros(0, str)
+    is_chunk = kind == "chunk"
+    if is_chunk.any() and "loop" in gr.columns:
+        loop = gr["loop"].astype(str).to_numpy()
+        best = pd.Series(codeptr[is_chunk]).groupby(loop[is_chunk]).transform("max")
+        codeptr = codeptr.copy()
+        codeptr[is_chunk] = np.where(codeptr[is_chunk] == 0, best.to_numpy(np.uint64),
+                                     codeptr[is_chunk])
+    construct = np.where(is_chunk, "parallel for", "task").astype(object)
+    if "iterations" in gr.columns:
+        taskloop = (~is_chunk) & (gr["iterations"].to_numpy() >= 0)
+        construct[taskloop] = "taskloop"
+    locs = symbolize(codeptr, meta.get("loadmap"), construct)
+    return pd.Series(locs, index=gr.index, name="location")
 
 
 def _load_binary(path: str):
@@ -144,7 +239,7 @@ def _line_rows(elf):
         prog = dwarf.line_program_for_CU(cu)
         if prog is None:
             continue
-        files = prog["file_entry"]
+        paths = _file_paths(cu, prog)
         v5 = prog.header["version"] >= 5
         for entry in prog.get_entries():
             st = entry.state
@@ -154,7 +249,24 @@ def _line_rows(elf):
                 rows.append((st.address, None, 0))
                 continue
             idx = st.file if v5 else st.file - 1
-            name = files[idx].name if 0 <= idx < len(files) else b"?"
-            name = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
-            rows.append((st.address, os.path.basename(name), st.line))
+            rows.append((st.address, paths[idx] if 0 <= idx < len(paths) else "?", st.line))
     return rows
+
+
+def _text(v) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _file_paths(cu, prog) -> list:
+    """Full path of every file entry of a line program (DWARF 4 and 5)."""
+    top = cu.get_top_DIE()
+    comp = top.attributes.get("DW_AT_comp_dir")
+    comp_dir = _text(comp.value) if comp else ""
+    dirs = [_text(d) for d in prog["include_directory"]]
+    v5 = prog.header["version"] >= 5
+    out = []
+    for fe in prog["file_entry"]:
+        di = fe.dir_index if v5 else fe.dir_index - 1
+        d = dirs[di] if 0 <= di < len(dirs) else comp_dir
+        out.append(os.path.normpath(os.path.join(comp_dir, d, _text(fe.name))))
+    return out

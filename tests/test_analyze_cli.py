@@ -48,7 +48,7 @@ def test_json_keys_and_types_on_fib(fib):
     assert r["problems"]["work_deviation"]["available"] is False
     # the grains come from fib.c's two task pragmas, found through DWARF
     locs = {l["location"] for l in r["locations"]}
-    assert len(locs) == 2 and all(l.startswith("fib.c:") and l.endswith("(fib)") for l in locs)
+    assert len(locs) == 2 and all(l.startswith("fib.c:") and l.endswith("(fib, task)") for l in locs)
     assert sum(l["grains"] for l in r["locations"]) == 62
 
 

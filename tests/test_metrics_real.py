@@ -60,11 +60,11 @@ def test_symbolized_fib_locations_are_its_task_pragmas(record):
                     if re.match(r"\s*#pragma omp task\b(?!wait)", line)}
     assert len(pragma_lines) == 2
     locs = grain_locations(g, t.meta)
-    found = {int(re.fullmatch(r"fib\.c:(\d+) \(fib\)", l).group(1)) for l in locs}
+    found = {int(re.fullmatch(r"fib\.c:(\d+) \(fib, task\)", l).group(1)) for l in locs}
     assert found == pragma_lines
     # child 0 of every task is fib(n-1), created at the first pragma
     first = min(pragma_lines)
-    assert (locs[g.grains["child_number"] == 0] == f"fib.c:{first} (fib)").all()
+    assert (locs[g.grains["child_number"] == 0] == f"fib.c:{first} (fib, task)").all()
 
 
 def test_symbolize_fallbacks(tmp_path):
@@ -93,5 +93,5 @@ def test_taskloop_grains_point_into_libomp_by_symbol(record):
     t = record("taskloop", threads=2)
     g = build(t)
     locs = set(grain_locations(g, t.meta))
-    assert locs and all(re.fullmatch(r"libomp\.so[.\d]*\+0x[0-9a-f]+ \(\w*taskloop\w*\)", l)
-                        for l in locs), locs
+    assert locs and all(re.fullmatch(r"libomp\.so[.\d]* \(\w*taskloop\w*\+0x[0-9a-f]+, taskloop\)",
+                                     l) for l in locs), locs
