@@ -111,7 +111,9 @@ def test_a_thread_with_nothing_to_run_is_idle(record):
     assert (per["work"] + per["overhead"] + per["idle"] == per["total"]).all()
     idle = per["idle"].sort_values()
     assert idle.iloc[-1] >= 90 * MS, per.to_dict()      # the waiting thread: ~100 ms idle
-    assert idle.iloc[0] <= 5 * MS, per.to_dict()        # the spinning thread: busy
+    # the spinning thread: busy but for the end (its tasks done, the other's
+    # still running) — seen up to ~11 ms on a loaded machine
+    assert idle.iloc[0] <= 0.25 * idle.iloc[-1], per.to_dict()
 
 
 # ---------------------------------------------------------------------------
