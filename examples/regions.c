@@ -32,6 +32,25 @@ static unsigned long spin(double ms, unsigned long seed) {
   return x & 1;
 }
 
+static long ran;
+static unsigned long parity;
+
+/* The creating thread's part of region r: spin serial_ms alone, then create
+ * `tasks` tasks of `ms` each, never waited for here. */
+static void create_tasks(int r, int tasks, int ms, int serial_ms) {
+  parity ^= spin(serial_ms, (unsigned long)r);
+  for (int i = 0; i < tasks; i++) {
+#pragma omp task firstprivate(i)
+    {
+      unsigned long p = spin(ms, (unsigned long)(r * tasks + i));
+#pragma omp atomic
+      ran++;
+#pragma omp atomic
+      parity ^= p;
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   int regions = (int)arg_long(argc, argv, 1, 2, 1, 1000, usage);
   int tasks = (int)arg_long(argc, argv, 2, 8, 0, 100000, usage);
@@ -42,41 +61,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   int serial_ms = (int)arg_long(argc, argv, 5, 0, 0, 100000, usage);
-  long ran = 0;
-  unsigned long parity = 0;
   for (int r = 0; r < regions; r++) {
 #pragma omp parallel
     {
       if (single) {
 #pragma omp single nowait
-        {
-        parity ^= spin(serial_ms, (unsigned long)r);
-        for (int i = 0; i < tasks; i++) {
-#pragma omp task firstprivate(i)
-          {
-            unsigned long p = spin(ms, (unsigned long)(r * tasks + i));
-#pragma omp atomic
-            ran++;
-#pragma omp atomic
-            parity ^= p;
-          }
-        }
-        }
+        create_tasks(r, tasks, ms, serial_ms);
       } else {
 #pragma omp master
-        {
-        parity ^= spin(serial_ms, (unsigned long)r);
-        for (int i = 0; i < tasks; i++) {
-#pragma omp task firstprivate(i)
-          {
-            unsigned long p = spin(ms, (unsigned long)(r * tasks + i));
-#pragma omp atomic
-            ran++;
-#pragma omp atomic
-            parity ^= p;
-          }
-        }
-        }
+        create_tasks(r, tasks, ms, serial_ms);
       }
     }
   }
