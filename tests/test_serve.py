@@ -337,3 +337,24 @@ def test_taken_port_is_one_line(fib_trace):
                               "cannot serve")
     finally:
         s.close()
+
+
+def test_overview_cell_expands_on_click(browser, tmp_path):
+    """A graph too large to draw grain by grain shows the binned overview; a
+    click on it expands that part until every grain there is drawn."""
+    trace = tmp_path / "big.parquet"
+    r = grainlab("synth", "--shape", "fork-join", "--grains", 5000, "-o", trace, "-q")
+    assert r.returncode == 0, r.stderr
+    s = Server(trace)
+    try:
+        d = browser
+        open_page(d, s.url)
+        assert "overview" in text(d, "#lod")
+        from selenium.webdriver.common.action_chains import ActionChains
+        plot = d.find_element("css selector", "#graph-fig .js-plotly-plot")
+        ActionChains(d).move_to_element_with_offset(plot, -200, 0).click().perform()
+        wait_for(lambda: "zoom=" in d.current_url, what="zoom in the URL")
+        wait_for(lambda: "detail" in text(d, "#lod"), what="the detail level")
+        shot(d, "overview-expanded")
+    finally:
+        s.stop()

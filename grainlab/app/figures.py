@@ -154,9 +154,11 @@ def _overview(pos, t0, t1, c, vertical):
     tc = (te[:-1] + te[1:]) / 2
     if vertical:
         return go.Heatmap(x=pc, y=tc, z=z.T, zmin=lo, zmax=hi, colorscale=scale,
-                          showscale=False, hoverinfo="skip", name="overview")
+                          showscale=False, name="overview",
+                          hovertemplate="click to expand<extra></extra>")
     return go.Heatmap(x=tc, y=pc, z=z, zmin=lo, zmax=hi, colorscale=scale,
-                      showscale=False, hoverinfo="skip", name="overview")
+                      showscale=False, name="overview",
+                      hovertemplate="click to expand<extra></extra>")
 
 
 def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int) -> go.Figure:

@@ -187,6 +187,8 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
                     gid = _clicked_grain(click, data)
                     if gid is not None:
                         st["grain"] = gid
+                    else:   # a cell of the binned overview: expand it
+                        st[key] = _expand(click, st.get(key), data, vertical=(key == "zoom"))
                 if f"{fig}.relayoutData" in fired and relayout:
                     st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
         out_view = st["view"] if trig == "loc-table" else no_update
@@ -258,6 +260,27 @@ def _clicked_grain(click, data: AppData):
     except (TypeError, ValueError):
         return None
     return gid if 0 <= gid < data.n_grains else None
+
+
+def _expand(click, old, data: AppData, vertical: bool):
+    """Zoom on an overview cell that was clicked: an eighth of the current
+    window (or of the whole graph) around it, so repeated clicks reach the
+    level where every grain is drawn."""
+    try:
+        pt = click["points"][0]
+        x, y = float(pt["x"]), float(pt["y"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return old
+    p, t = (x, y) if vertical else (y, x)
+    seg = data.segments
+    if old:
+        pw, tw = (old[1] - old[0]) / 8, (old[3] - old[2]) / 8
+    else:
+        col = "x" if vertical else "row"
+        pw = (float(seg[col].max()) - float(seg[col].min()) + 1) / 8 if len(seg) else 1.0
+        tw = (float(seg["end"].max()) / 1e6) / 8 if len(seg) else 1.0
+    pw, tw = max(pw, 2.0), max(tw, 1e-4)
+    return [p - pw, p + pw, max(t - tw, 0.0), t + tw]
 
 
 def _zoom(relayout: dict, old, vertical: bool):
