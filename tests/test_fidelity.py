@@ -15,10 +15,13 @@ say independently.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import grainlab as gl
+from conftest import REPO
 from grainlab.metrics import instantaneous_parallelism as ip
 from grainlab.metrics import time_decomposition as td
 
@@ -229,3 +232,25 @@ def test_achieved_mean_is_the_threads_busy_time_over_the_window(record, program,
     window = int(prof["time"].iloc[-1] - prof["time"].iloc[0])
     mean = ip.achieved_summary(g)["achieved_mean"]
     assert mean * window == pytest.approx(_reference_busy(g), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# load balance compares like with like (siblings of one join and one construct)
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_load_balance_flags_only_real_imbalance_in_a_mixed_family(record, threads):
+    src = (REPO / "examples" / "mixed.c").read_text().splitlines()
+    task_lines = [i + 1 for i, line in enumerate(src)
+                  if re.match(r"\s*#pragma omp task\b(?!wait)", line)]
+    init_line, compute_line = task_lines
+    # a 20 ms init task beside 8 equal 2 ms compute tasks: balanced
+    balanced = gl.analyze(record("mixed", 8, 2, 20, 1, threads=threads))
+    assert balanced.problems().at["load_balance", "grains"] == 0
+    # one compute task 5x longer: the compute tasks are flagged, at their line
+    skewed = gl.analyze(record("mixed", 8, 2, 20, 5, threads=threads))
+    p = skewed.summary["problems"]["load_balance"]
+    assert p["grains"] == 8
+    assert [l["location"] for l in p["locations"]] == [f"mixed.c:{compute_line} (main, task)"]
+    gr = skewed.grains
+    init = gr[gr["location"] == f"mixed.c:{init_line} (main, task)"]
+    assert len(init) == 1 and init["load_balance"].iloc[0] == 1.0

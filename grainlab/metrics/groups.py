@@ -1,7 +1,8 @@
 """Sibling groups shared by load balance and scatter.
 
 A task's group is its siblings joined at the same join (same parent, same waiter
-join node); a chunk's group is its loop instance. `sibling_groups` returns one
+join node) — for load balance, also created by the same task construct; a
+chunk's group is its loop instance. `sibling_groups` returns one
 int64 label per grain, 0..n_groups-1.
 """
 from __future__ import annotations
@@ -12,7 +13,10 @@ import pandas as pd
 from ._graph import is_one_of
 
 
-def sibling_groups(grains: pd.DataFrame) -> np.ndarray:
+def sibling_groups(grains: pd.DataFrame, by_construct: bool = False) -> np.ndarray:
+    """`by_construct`: tasks are grouped also by the construct that created
+    them (their codeptr), so that siblings of different kinds (an init task
+    beside compute tasks) are not compared (docs/metrics.md, load balance)."""
     n = len(grains)
     if n == 0:
         return np.zeros(0, np.int64)
@@ -28,6 +32,13 @@ def sibling_groups(grains: pd.DataFrame) -> np.ndarray:
     a = a - a.min()
     b = b - b.min()
     key = a * (int(b.max()) + 1) + b          # < 2^60 for any realistic graph
+    group = np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    if not by_construct:
+        return group
+    # a chunk's loop instance already is one construct (and some of its
+    # chunks carry no codeptr): only tasks are split by theirs
+    construct = np.where(is_chunk, -1, pd.factorize(grains["codeptr"].to_numpy())[0])
+    key = group * (int(construct.max()) + 2) + construct + 1
     return np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 

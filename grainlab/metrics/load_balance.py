@@ -3,7 +3,9 @@
   load_balance = longest grain of the group / median length of the group's
                  chains of consecutive grains
 
-Groups: sibling tasks joined at the same join, or the chunks of one loop instance.
+Groups: sibling tasks joined at the same join and created by the same task
+construct (like is compared with like: an init task beside compute tasks is its
+own group), or the chunks of one loop instance.
 Chains: in a loop instance, the chunks one thread ran one after another (a chain's
 length is the sum of their work); sibling tasks are each their own chain (no
 sibling runs "after" another in the graph). Every grain of a group gets the
@@ -26,7 +28,7 @@ def compute(g) -> None:
     if n == 0:
         gr[COLUMN] = np.zeros(0)
         return
-    group = sibling_groups(gr)
+    group = sibling_groups(gr, by_construct=True)
     n_groups = int(group.max()) + 1
     work = gr["work"].to_numpy(np.float64)
     is_chunk = is_one_of(gr["kind"], "chunk")
