@@ -77,13 +77,27 @@ def _list_rank(parent: np.ndarray) -> np.ndarray:
     every element at once, by pointer jumping (O(log depth) passes)."""
     d = np.where(parent >= 0, 1, 0).astype(np.int64)
     p = parent.copy()
-    while True:
+    for _ in range(_max_rounds(len(p))):
         live = np.flatnonzero(p >= 0)
         if not len(live):
             return d
         q = p[live]
         d[live] += d[q]
         p[live] = p[q]
+    raise _cycle()
+
+
+def _max_rounds(n: int) -> int:
+    """Pointer jumping halves every remaining path each pass: a forest of n
+    elements needs at most ceil(log2 n) + 1 passes (+1 for the pass that sees
+    the last ones done); more means a cycle."""
+    return int(np.ceil(np.log2(max(n, 2)))) + 3
+
+
+def _cycle():
+    from ..errors import TraceError
+    return TraceError("the trace's task tree has a cycle (a task is its own ancestor): "
+                      "the trace is corrupt")
 
 
 def _in(values: np.ndarray, codes) -> np.ndarray:
@@ -697,7 +711,7 @@ class _Builder:
         """value[x] = value[up[x]] for every x with up[x] >= 0, transitively
         (pointer jumping: O(log depth) passes)."""
         value, up = value.copy(), up.copy()
-        while True:
+        for _ in range(_max_rounds(len(up))):
             live = np.flatnonzero(up >= 0)
             if not len(live):
                 return value
@@ -709,6 +723,7 @@ class _Builder:
             # the done ones first would cut a grandchild loose with no value
             up[nd] = up[p[~done]]
             up[live[done]] = -1
+        raise _cycle()
 
     def _taskgroup_of_tasks(self, parent, fseq, W):
         """Slot of the taskgroup join of the innermost taskgroup of the parent

@@ -1,0 +1,51 @@
+"""Pointer jumping in the graph builder ends on any input: exact on forests
+(against a plain walk), a one-line TraceError on a parent cycle, never a hang."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grainlab.errors import TraceError
+from grainlab.graph.build import _Builder, _list_rank
+
+
+def walk_depth(parent):
+    out = []
+    for i in range(len(parent)):
+        d, p = 0, parent[i]
+        while p >= 0:
+            d, p = d + 1, parent[p]
+        out.append(d)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_list_rank_matches_a_walk(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    parent = np.array([-1 if i == 0 or rng.random() < 0.01 else
+                       (i - 1 if rng.random() < 0.7 else int(rng.integers(0, i)))
+                       for i in range(n)])
+    perm = rng.permutation(n)                  # ids in any order
+    inv = np.argsort(perm)
+    shuffled = np.where(parent[perm] >= 0, inv[np.maximum(parent[perm], 0)], -1)
+    assert np.array_equal(_list_rank(shuffled), walk_depth(shuffled))
+
+
+def test_deep_chain():
+    n = 100_000
+    parent = np.arange(-1, n - 1)
+    assert _list_rank(parent)[-1] == n - 1
+    value = np.full(n, -1)
+    value[0] = 7
+    up = np.where(np.arange(n) == 0, -1, parent)
+    assert (_Builder._inherit(value, up) == 7).all()
+
+
+@pytest.mark.parametrize("parent", [[0], [1, 0], [1, 2, 0, -1], [-1, 2, 3, 1]])
+def test_a_cycle_is_an_error_not_a_hang(parent):
+    parent = np.array(parent)
+    with pytest.raises(TraceError, match="cycle"):
+        _list_rank(parent)
+    with pytest.raises(TraceError, match="cycle"):
+        _Builder._inherit(np.full(len(parent), -1), parent)
