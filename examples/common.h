@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Parse argv[i] as a non-negative integer in [lo, hi], or return `dflt` when the
  * argument is absent. A malformed value prints a one-line usage error and
@@ -39,6 +40,23 @@ static inline unsigned long tiny_work(unsigned long seed, int rounds) {
   }
   __asm__ volatile("" : "+r"(x)); /* keep the loop: its result is "used" */
   return x;
+}
+
+/* Monotonic wall-clock time in milliseconds. */
+static inline double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Busy for `ms` milliseconds of wall time (a grain of known length, whatever
+ * the machine's speed); returns a bit of the work for the caller to fold into
+ * its printed result. */
+static inline unsigned long spin(double ms, unsigned long seed) {
+  double end = now_ms() + ms;
+  unsigned long x = seed;
+  while (now_ms() < end) x = tiny_work(x, 16);
+  return x & 1;
 }
 
 #endif

@@ -5,21 +5,7 @@
  * long init task are no imbalance; one skewed compute task is.
  *
  *   mixed [N [MS [INIT_MS [SKEW]]]]      default 8 2 20 1 */
-#include <time.h>
 #include "common.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static unsigned long spin(double ms, unsigned long seed) {
-  double end = now_ms() + ms;
-  unsigned long x = seed;
-  while (now_ms() < end) x = tiny_work(x, 16);
-  return x & 1;
-}
 
 int main(int argc, char **argv) {
   const char *usage = "mixed [N [MS [INIT_MS [SKEW]]]]";

@@ -12,25 +12,11 @@
  * Prints the checksum of the tasks'
  * spin counts' parity and verifies that every task ran. */
 #include <string.h>
-#include <time.h>
 #include <omp.h>
 #include "common.h"
 
 static const char *usage = "regions [REGIONS [TASKS [MS [master|single [SERIAL_MS]]]]]";
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Busy for `ms` milliseconds of wall time: a grain of known length. */
-static unsigned long spin(double ms, unsigned long seed) {
-  double end = now_ms() + ms;
-  unsigned long x = seed;
-  while (now_ms() < end) x = tiny_work(x, 16);
-  return x & 1;
-}
 
 static long ran;
 static unsigned long parity;
