@@ -31,24 +31,29 @@ DEFAULT_TOP = 10
 
 
 def analyze(trace_or_path, *, reference=None, thresholds=None, interval="median",
-            progress=None) -> "Analysis":
+            region=None, window=None, progress=None) -> "Analysis":
     """An Analysis of a trace (a `grainlab.Trace` or a path to one).
 
     reference:  another run of the same program (Analysis, Trace or path) ->
                 `work_deviation` per grain (usually a 1-thread run)
     thresholds: {metric: value | "auto"} overriding the defaults (docs/metrics.md)
     interval:   "median" | "min" | "gap" | ns, for instantaneous parallelism
+    region:     analyze only parallel region N (1, 2, ... as `grainlab info`
+                lists them) or every region at a source location ("app.c:42",
+                "app.c", a function name)
+    window:     analyze only (t0, t1) ns from the trace's start, or a text
+                "120ms:300ms" (units ns/us/ms/s, default ms, a side may be empty)
     progress:   optional callable(str), told before each long step
     """
     return Analysis(trace_or_path, reference=reference, thresholds=thresholds,
-                    interval=interval, progress=progress)
+                    interval=interval, region=region, window=window, progress=progress)
 
 
 class Analysis:
     """Lazy, cached results of analyzing one trace (see the module doc)."""
 
     def __init__(self, trace_or_path, *, reference=None, thresholds=None,
-                 interval="median", progress=None):
+                 interval="median", region=None, window=None, progress=None):
         from .trace import Trace
         self._progress = progress or (lambda _msg: None)
         if isinstance(trace_or_path, Trace):
@@ -61,6 +66,11 @@ class Analysis:
                                           for k, v in thresholds.items()}}
         self.interval = interval
         self._reference = reference
+        self.region = region
+        self.window = None
+        if window is not None:
+            from .regions import parse_window
+            self.window = parse_window(window)     # a bad window fails before loading
 
     def __repr__(self):
         return f"<grainlab.Analysis {self.path}>"
@@ -74,10 +84,57 @@ class Analysis:
 
     @cached_property
     def graph(self):
-        """The grain graph (`Trace.graph()`); the metric columns join its
-        `grains` table when `metrics` (or `grains`, a report...) is first used."""
+        """The grain graph (`Trace.graph()`, or the chosen part of it: see
+        `selection`); the metric columns join its `grains` table when
+        `metrics` (or `grains`, a report...) is first used."""
         self._progress(f"building the grain graph ({len(self.trace.events)} events)")
-        return self.trace.graph()
+        g = self.trace.graph()
+        sel = self.selection
+        if sel is None:
+            return g
+        from .graph.select import select
+        self._progress("selecting " + sel["description"])
+        return select(g, region_contexts=sel["contexts"], window=sel["window_trace_ns"])
+
+    @cached_property
+    def selection(self) -> dict | None:
+        """The part of the run analyzed (None: all of it): description,
+        regions (numbers as `grainlab info` lists them), window_ns (from the
+        trace's start), and the graph ids it stands for."""
+        if self.region is None and self.window is None:
+            return None
+        from .regions import choose_regions, describe_window, region_table, trace_origin
+        t = self.trace
+        origin = trace_origin(t)
+        duration = int(t.events["time"].max()) - origin if len(t.events) else 0
+        parts, out = [], {"regions": None, "window_ns": None, "contexts": None,
+                          "window_trace_ns": None}
+        if self.region is not None:
+            rows = choose_regions(region_table(t), self.region)
+            ids = set(rows["id"].tolist())
+            reg = t.regions()
+            names = set(reg.loc[reg["id"].isin(ids), "identity"].astype(str))
+            g = t.graph()
+            ctx = g.contexts
+            chosen = ctx.index.to_numpy()[ctx["region"].astype(str).isin(names).to_numpy()
+                                          & (ctx["kind"].astype(str) == "implicit").to_numpy()]
+            out["regions"] = [int(i) for i in rows.index]
+            out["contexts"] = chosen
+            where = rows["location"].iloc[0]
+            parts.append(f"region {out['regions'][0]} ({where})" if len(rows) == 1 else
+                         f"{len(rows)} regions at {self.region}")
+        if self.window is not None:
+            t0, t1 = self.window
+            t0 = 0 if t0 is None else t0
+            t1 = duration if t1 is None else t1
+            if t0 >= duration or t1 <= 0:
+                raise GrainlabError(f"the window {describe_window(t0, t1)} is outside the run "
+                                    f"(0 to {duration / 1e6:.3f} ms from its start)")
+            out["window_ns"] = [t0, t1]
+            out["window_trace_ns"] = (t0 + origin, t1 + origin)
+            parts.append("the window " + describe_window(t0, t1))
+        out["description"] = " in ".join(parts)
+        return out
 
     @cached_property
     def metrics(self) -> dict:
@@ -123,8 +180,11 @@ class Analysis:
         """Facts about the run the report states: trace path, complete, problems
         (recoverable damage), program (its command line)."""
         t = self.trace
+        sel = self.selection
         return {"trace": str(t.path), "complete": bool(t.complete),
-                "problems": list(t.problems), "program": program_of(t.meta)}
+                "problems": list(t.problems), "program": program_of(t.meta),
+                "selection": None if sel is None else
+                {k: sel[k] for k in ("description", "regions", "window_ns")}}
 
     @property
     def critical_path(self) -> np.ndarray:
@@ -165,6 +225,7 @@ class Analysis:
             "trace": run["trace"],
             "program": run["program"],
             "complete": run["complete"],
+            "selection": run.get("selection"),
             **{k: summary[k] for k in ("grains", "tasks", "chunks", "work_ns", "grain_work_ns",
                                        "span_ns", "parallelism", "critical_path",
                                        "cores_used")},

@@ -66,6 +66,8 @@ def save(a, directory: Path) -> Path:
         "reference_key": None if ref is None else _key_of(ref.path),
         "thresholds": a.thresholds,
         "interval": a.interval,
+        "region": a.region if a.region is None else str(a.region),
+        "window": None if a.window is None else list(a.window),
         "run": a.run,
         "graph": {"critical_path": g.critical_path.tolist(),
                   "critical_grains": g.critical_grains.tolist(),
@@ -116,6 +118,11 @@ def is_current(doc: dict) -> bool:
     return True
 
 
+def _window(doc):
+    w = doc.get("window")
+    return None if w is None else tuple(w)
+
+
 def open_saved(directory: Path, progress=None):
     from .analysis import Analysis
     from .graph.model import GrainGraph
@@ -127,7 +134,7 @@ def open_saved(directory: Path, progress=None):
                                 f"trace {trace_path} is gone: cannot rebuild it")
         a = Analysis(trace_path, reference=doc.get("reference"),
                      thresholds=doc.get("thresholds"), interval=doc.get("interval", "median"),
-                     progress=progress)
+                     region=doc.get("region"), window=_window(doc), progress=progress)
         save(a, directory)
         return a
     try:
@@ -144,7 +151,8 @@ def open_saved(directory: Path, progress=None):
     g.span = int(gd["span"])
     g.topological_order_source = gd["topological_order_source"]
     a = Analysis(trace_path, thresholds=doc.get("thresholds"),
-                 interval=doc.get("interval", "median"), progress=progress)
+                 interval=doc.get("interval", "median"), region=doc.get("region"),
+                 window=_window(doc), progress=progress)
     a.__dict__.update({
         "graph": g, "metrics": doc["metrics"], "run": doc["run"],
         "locations": pd.Series(locations.astype(object), index=g.grains.index, name="location"),

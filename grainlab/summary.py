@@ -52,6 +52,7 @@ def summarize(trace) -> dict:
         "iterations": int(ev["count"].to_numpy()[chunk].astype(np.int64).sum()),
         "loops": loop_count(ev, code),
         "parallel_regions": int(np.count_nonzero(code == S.PARALLEL_BEGIN)),
+        "region_list": region_list(trace),
         "taskwaits": int(np.count_nonzero(sync & (kind == S.SYNC_TASKWAIT))),
         "taskgroups": int(np.count_nonzero(sync & (kind == S.SYNC_TASKGROUP))),
         "barriers": int(np.count_nonzero(sync & np.isin(kind, S.SYNC_BARRIERS))),
@@ -71,6 +72,20 @@ def summarize(trace) -> dict:
         "schema_version": int(trace.meta["schema_version"]),
         "problems": list(trace.problems),
     }
+
+
+def region_list(trace) -> list:
+    """Every parallel region, numbered as `analyze --region N` takes them:
+    region, begin_ns (from the trace's start), duration_ns (None if it never
+    ended), team, nested, location."""
+    from .regions import region_table
+    t = region_table(trace)
+    dur = t["duration_ns"].to_numpy(np.float64)
+    return [{"region": i, "begin_ns": b, "duration_ns": None if d != d else int(d),
+             "team": n, "nested": x, "location": str(loc)}
+            for i, b, d, n, x, loc in zip(t.index.tolist(), t["begin_ns"].tolist(), dur.tolist(),
+                                          t["team"].tolist(), t["nested"].tolist(),
+                                          t["location"].tolist())]
 
 
 def loop_count(ev, code) -> int:

@@ -19,6 +19,9 @@ examples:
   grainlab analyze fib.parquet
   grainlab analyze --threshold parallel_benefit=1.5 --threshold load_balance=2 fib.parquet
   grainlab analyze --config thresholds.toml --json fib.parquet | jq .problems
+  grainlab analyze --region 2 app.parquet          # region 2 as `grainlab info` lists them
+  grainlab analyze --region app.c:42 app.parquet   # every region at that line
+  grainlab analyze --window 1.5s:3s app.parquet    # from the trace's start; units ns us ms s
 
 thresholds (problem when the grain's value crosses it; docs/metrics.md):
   parallel_benefit < 1     load_balance > 1.5           work_deviation > 2 (compare)
@@ -42,6 +45,14 @@ def add_parser(subparsers):
     p.add_argument("--interval", default="median", metavar="CHOICE",
                    help="instantaneous parallelism interval: median (default), min, gap, "
                         "or a length in ns")
+    p.add_argument("--region", metavar="N|LOCATION",
+                   help="analyze one parallel region only: its number in `grainlab info`, "
+                        "or a source location (file:line, file or function) for every "
+                        "region there")
+    p.add_argument("--window", metavar="T0:T1",
+                   help="analyze only this time window from the trace's start "
+                        "(e.g. 120ms:300ms; units ns, us, ms, s, default ms; a side may "
+                        "be empty)")
     p.set_defaults(run=run)
 
 
@@ -51,7 +62,8 @@ def run(args) -> int:
     interval = _interval(args.interval, UsageError)
     if args.top < 0:
         raise UsageError("--top must be >= 0")
-    a = Analysis(args.trace, thresholds=th, interval=interval, progress=Progress())
+    a = Analysis(args.trace, thresholds=th, interval=interval, region=args.region,
+                 window=args.window, progress=Progress())
     report = a.report(args.top)
     if args.json:
         print(json.dumps(report))
@@ -86,6 +98,7 @@ def render(r: dict) -> str:
     td = r["time_decomposition"]
     out = [f"trace        {r['trace']}{'' if r['complete'] else '  (INCOMPLETE)'}",
            f"program      {r['program']}",
+           *([f"part         {r['selection']['description']}"] if r.get("selection") else []),
            "",
            "SUMMARY",
            f"  grains       {r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) "

@@ -35,6 +35,22 @@ def run(args) -> int:
     return 0
 
 
+MAX_REGION_LINES = 20
+
+
+def _region_lines(regions: list) -> list:
+    if not regions:
+        return []
+    out = [f"           {'#':>5} {'start ms':>10} {'duration ms':>12} {'team':>5}  location"]
+    for r in regions[:MAX_REGION_LINES]:
+        dur = "unfinished" if r["duration_ns"] is None else f"{r['duration_ns'] / 1e6:.3f}"
+        out.append(f"           {r['region']:>5} {r['begin_ns'] / 1e6:>10.3f} {dur:>12} "
+                   f"{r['team']:>5}  {r['location']}{'  (nested)' if r['nested'] else ''}")
+    if len(regions) > MAX_REGION_LINES:
+        out.append(f"           ... {len(regions) - MAX_REGION_LINES} more (--json lists all)")
+    return out
+
+
 def render(s: dict) -> str:
     ms = s["duration_ns"] / 1e6
     lines = [
@@ -44,7 +60,9 @@ def render(s: dict) -> str:
         f"runtime    {s['runtime'] or 'unknown'}",
         f"duration   {ms:.3f} ms over {s['threads']} thread(s)",
         f"events     {s['events']} in {s['row_groups']} row group(s), {s['flushes']} flush(es)",
-        f"regions    {s['parallel_regions']} parallel region(s), {s['implicit_tasks']} implicit task(s)",
+        f"regions    {s['parallel_regions']} parallel region(s), {s['implicit_tasks']} implicit task(s)"
+        + (" (`analyze --region N` analyzes one)" if s.get("region_list") else ""),
+        *_region_lines(s.get("region_list") or []),
         f"tasks      {s['tasks']} explicit ({s['undeferred_tasks']} undeferred, "
         f"{s['final_tasks']} final, {s['untied_tasks']} untied, "
         f"{s['tasks_with_dependences']} with dependences), max depth {s['max_task_depth']}",

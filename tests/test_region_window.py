@@ -1,0 +1,212 @@
+"""Analyzing part of a run: `analyze --region N|LOCATION`, `--window T0:T1`,
+`gl.analyze(region=, window=)`, and `info`'s list of regions (issue 6 item 7).
+
+setup_kernel spends ~600 ms in serial code around a 16-task kernel region:
+over the whole run the parallelism is ~1.5 and the kernel's shape is drowned;
+the kernel region alone must show its own parallelism (~16) and span (~one
+20 ms task), at 1 and 2 threads. Every selection's critical path is checked
+against networkx on the sub-graph, and invariants are checked on every region
+of every example."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grainlab as gl
+from grainlab.graph.select import select
+from grainlab.regions import region_table
+from tests.conftest import assert_one_line_error, grainlab
+from tests.test_critical_path import assert_exact_critical_path
+
+REPO = Path(__file__).resolve().parents[1]
+MS = 1_000_000
+SETUP, TASKS, TASK_MS, CHECK = 250, 16, 20, 250
+
+
+def _pragma_lines(name, pattern):
+    src = (REPO / "examples" / name).read_text().splitlines()
+    return [i + 1 for i, line in enumerate(src) if re.match(pattern, line)]
+
+
+def _kernel_line():
+    # the second `#pragma omp parallel` of setup_kernel.c is the kernel's
+    return _pragma_lines("setup_kernel.c", r"\s*#pragma omp parallel\s*$")[1]
+
+
+def _info(path):
+    r = grainlab("info", "--json", path)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["t1", "t2"])
+def setup_kernel(request, record):
+    return record("setup_kernel", SETUP, TASKS, TASK_MS, CHECK, threads=request.param)
+
+
+def test_info_lists_every_region_with_its_duration(setup_kernel):
+    info = _info(setup_kernel.path)
+    regions = info["region_list"]
+    assert len(regions) == info["parallel_regions"] == 2
+    assert [r["region"] for r in regions] == [1, 2]
+    line = _kernel_line()
+    assert regions[1]["location"].startswith(f"setup_kernel.c:{line} ")
+    assert regions[0]["location"] != regions[1]["location"]
+    threads = setup_kernel.threads
+    # the kernel: 16 tasks of 20 ms on `threads` threads, after >= 250 ms of set-up
+    assert regions[1]["duration_ns"] >= TASKS * TASK_MS * MS / threads * 0.95
+    assert regions[1]["begin_ns"] >= SETUP * MS
+    assert regions[0]["duration_ns"] < regions[1]["duration_ns"]
+    text = grainlab("info", setup_kernel.path).stdout
+    assert f"setup_kernel.c:{line}" in text and "--region" in text
+
+
+def test_the_kernel_region_shows_its_own_parallelism(setup_kernel):
+    whole = gl.analyze(setup_kernel)
+    kernel = gl.analyze(setup_kernel, region=2)
+    s, w = kernel.summary, whole.summary
+    assert w["parallelism"] < 2.5                     # drowned by ~500 ms of serial code
+    assert s["grains"] == s["tasks"] == TASKS
+    assert TASK_MS * MS <= s["span_ns"] <= 2 * TASK_MS * MS
+    assert s["parallelism"] >= 0.8 * TASKS
+    assert s["selection"]["regions"] == [2]
+    assert s["selection"]["window_ns"] is None
+    assert s["critical_path"] and len(s["critical_path"]) >= 1
+    assert_exact_critical_path(kernel.graph)
+    # a lone thread is never idle, a kernel region on 2 threads barely
+    td = s["time_decomposition"]
+    assert td["idle"] <= 0.15 * td["total"]
+    # by location: the same region
+    by_loc = gl.analyze(setup_kernel, region=f"setup_kernel.c:{_kernel_line()}").summary
+    assert by_loc["selection"]["regions"] == [2]
+    assert by_loc["span_ns"] == s["span_ns"] and by_loc["grains"] == s["grains"]
+
+
+def test_a_window_around_the_kernel_agrees_with_the_region(setup_kernel):
+    info = _info(setup_kernel.path)
+    k = info["region_list"][1]
+    lo, hi = k["begin_ns"], k["begin_ns"] + k["duration_ns"]
+    a = gl.analyze(setup_kernel, window=(lo, hi)).summary
+    region = gl.analyze(setup_kernel, region=2).summary
+    assert a["grains"] == TASKS
+    assert a["span_ns"] <= hi - lo
+    assert a["selection"]["window_ns"] == [lo, hi]
+    assert a["parallelism"] >= 0.8 * TASKS
+    assert abs(a["grain_work_ns"] - region["grain_work_ns"]) <= 0.01 * region["grain_work_ns"]
+    # text form, ms, open end
+    b = gl.analyze(setup_kernel, window=f"{lo / MS}ms:").summary
+    assert b["grains"] == TASKS and b["selection"]["window_ns"][0] == int(round(lo / MS * MS))
+
+
+def test_a_window_clips_grains_to_it(record):
+    t = record("regions", 1, 2, 40, "master", threads=1)   # two 40 ms tasks, one after the other
+    whole = gl.analyze(t)
+    gr = whole.graph.grains
+    first = gr.sort_values("start").iloc[0]
+    origin = int(t.events["time"].min())
+    mid = int((first["start"] + first["end"]) // 2) - origin
+    a = gl.analyze(t, window=(mid, mid + 10 * MS))
+    g = a.graph
+    assert len(g.grains) == 1                          # only the first task overlaps
+    assert 9 * MS <= int(g.grains["work"].iloc[0]) <= 10 * MS + 1
+    assert g.nodes["start"].min() >= mid + origin and g.nodes["end"].max() <= mid + origin + 10 * MS
+    assert a.summary["span_ns"] <= 10 * MS
+    assert_exact_critical_path(g)
+    # the whole run as a window is the whole run
+    full = gl.analyze(t, window=(0, int(t.events["time"].max()) - origin + 1)).summary
+    assert full["grains"] == whole.summary["grains"]
+    assert full["span_ns"] == whole.summary["span_ns"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_regions_at_one_location_run_one_after_the_other(record, threads):
+    t = record("regions", 3, 4, 10, "master", threads=threads)
+    per = [gl.analyze(t, region=n).summary for n in (1, 2, 3)]
+    assert [p["grains"] for p in per] == [4, 4, 4]
+    both = gl.analyze(t, region="regions.c")
+    s = both.summary
+    assert s["selection"]["regions"] == [1, 2, 3]
+    assert s["grains"] == 12
+    # the serial code between the regions is left out; the regions stay in order
+    assert s["span_ns"] >= sum(p["span_ns"] for p in per) * 0.99
+    assert s["span_ns"] <= gl.analyze(t).summary["span_ns"]
+    assert_exact_critical_path(both.graph)
+
+
+EXAMPLES = [("fib", (12, 4)), ("tree", (3, 3)), ("taskgroup", (7,)), ("depend", (6,)),
+            ("taskloop", (100, 9)), ("loops", ("all", 300)), ("undeferred", (8,)),
+            ("regions", (3, 4, 2, "single"))]
+
+
+@pytest.mark.parametrize("program, args", EXAMPLES, ids=lambda v: str(v))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_region_of_every_example_is_a_sound_graph(record, program, args, threads):
+    t = record(program, *args, threads=threads)
+    whole = t.graph()
+    table = region_table(t)
+    top = table[~table["nested"]]
+    total = 0
+    for n, r in top.iterrows():
+        a = gl.analyze(t, region=int(n))
+        g = a.graph
+        assert_exact_critical_path(g)
+        s = a.summary
+        total += s["grains"]
+        assert s["span_ns"] <= r["duration_ns"]
+        assert s["grain_work_ns"] <= s["cores_used"] * r["duration_ns"]
+        assert s["instantaneous_parallelism"]["achieved_max"] <= s["cores_used"]
+        if s["grains"]:
+            assert len(g.critical_path) > 0
+        # every edge stays inside, every kept reference resolves
+        assert ((g.edges["src"] < len(g.nodes)) & (g.edges["dst"] < len(g.nodes))).all()
+        join = g.grains["join"].to_numpy()
+        tasks = (g.grains["kind"].astype(str) == "task").to_numpy()
+        assert (join[tasks] >= 0).all()
+        assert (g.nodes["end"].to_numpy()[join[tasks]] >= g.grains["end"].to_numpy()[tasks]).all()
+    # the top-level regions partition the run's grains
+    assert total == len(whole.grains)
+
+
+def test_select_with_nothing_chosen_is_empty_and_sound(record):
+    g = record("fib", 10, 3, threads=1).graph()
+    sub = select(g, region_contexts=np.zeros(0, np.int64))
+    assert len(sub.nodes) == 0 and len(sub.grains) == 0 and sub.span == 0
+
+
+def test_a_selection_is_saved_and_reopened(record, tmp_path):
+    t = record("setup_kernel", 50, 8, 5, 50, threads=2)
+    a = gl.analyze(t, region=2)
+    a.save(tmp_path / "k")
+    b = gl.open(tmp_path / "k")
+    assert b.summary["selection"] == a.summary["selection"]
+    assert b.summary["span_ns"] == a.summary["span_ns"]
+    assert b.region == "2"
+
+
+def test_analyze_cli_region_and_window(record):
+    t = record("setup_kernel", 50, 8, 5, 50, threads=2)
+    r = grainlab("analyze", "--json", "--region", "2", t.path)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["selection"]["regions"] == [2] and rep["grains"] == 8
+    text = grainlab("analyze", "--region", f"setup_kernel.c:{_kernel_line()}", t.path).stdout
+    assert "part         region 2 (setup_kernel.c:" in text
+    r = grainlab("analyze", "--json", "--window", "0:10s", t.path)
+    assert r.returncode == 0 and json.loads(r.stdout)["grains"] == 8
+
+
+@pytest.mark.parametrize("flag, value, fragments", [
+    ("--region", "9", ["no region 9", "1 to 2"]),
+    ("--region", "nowhere.c:3", ["no parallel region at", "setup_kernel.c"]),
+    ("--window", "5", ["bad window", "T0:T1"]),
+    ("--window", "3ms:1ms", ["empty window"]),
+    ("--window", "abc:", ["bad window time"]),
+    ("--window", "100s:200s", ["outside the run"]),
+])
+def test_bad_selections_are_one_line_errors(record, flag, value, fragments):
+    t = record("setup_kernel", 50, 8, 5, 50, threads=2)
+    assert_one_line_error(grainlab("analyze", flag, value, t.path), *fragments)
