@@ -19,8 +19,8 @@ import pytest
 import grainlab as gl
 from grainlab.graph.select import select
 from grainlab.regions import region_table
-from tests.conftest import assert_one_line_error, grainlab
-from tests.test_critical_path import assert_exact_critical_path
+from conftest import assert_one_line_error, grainlab
+from test_critical_path import assert_exact_critical_path
 
 REPO = Path(__file__).resolve().parents[1]
 MS = 1_000_000
