@@ -97,3 +97,11 @@ DISPATCH_DISTRIBUTE_CHUNK = 5
 DISPATCH_LOOPS = (1, 3, 4, 5)  # dispatch kinds that cover loop iterations
 
 CHUNK_INFERRED = 0x1
+
+
+# Events a thread buffers before a flush (`record --buffer-events`,
+# GRAINLAB_BUFFER_EVENTS): the collector's rule, GL_BUFFER_EVENTS_* in
+# collector/include/grainlab_spool.h (a test checks they agree).
+BUFFER_EVENTS_MIN = 64
+BUFFER_EVENTS_MAX = 1 << 26
+BUFFER_EVENTS_DEFAULT = 65536

@@ -223,10 +223,24 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
             "recording was cut short, e.g. by SIGKILL, before the collector "
             "finished the file)")
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(_arrow_path(path))
     except (pa.ArrowException, OSError, ValueError) as e:
         raise TraceError(
             f"{path}: truncated or not a Parquet file ({_first_line(e)})") from None
+
+
+def _arrow_path(path: Path) -> str:
+    """A name Arrow can open: Arrow takes UTF-8 strings, and a Linux file name
+    is any bytes (Python keeps undecodable ones as surrogates). Such a file is
+    opened here and read through /proc/self/fd; the descriptor lives as long
+    as the process (a trace is opened once or a few times)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        fd = os.open(os.fsencode(text), os.O_RDONLY | os.O_CLOEXEC)
+        return f"/proc/self/fd/{fd}"
 
 
 def _first_line(e: Exception) -> str:

@@ -43,7 +43,7 @@ int gl_writer_write(gl_writer *w, uint32_t thread, const gl_event_t *events,
 int gl_writer_close(gl_writer *w, size_t nkv, const char *const *keys,
                     const char *const *values, char *err, size_t errlen);
 
-#define MAX_BLOCK_EVENTS ((1u << 26) + 1) /* GRAINLAB_BUFFER_EVENTS max + FLUSH_BEGIN */
+#define MAX_BLOCK_EVENTS (GL_BUFFER_EVENTS_MAX + 1) /* + the FLUSH_BEGIN slot */
 #define MAX_KV_BYTES (256u << 20)
 #define MAX_KV 256
 

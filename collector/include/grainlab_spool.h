@@ -32,6 +32,13 @@ extern "C" {
 #define GL_SPOOL_BLOCK_MAGIC 0x4b4c4247u   /* "GBLK" */
 #define GL_SPOOL_TRAILER_MAGIC 0x52544c47u /* "GLTR" */
 
+/* Events a thread buffers before a flush (GRAINLAB_BUFFER_EVENTS): the one
+ * rule for the collector and `grainlab record --buffer-events` (grainlab.schema
+ * repeats it; tests/test_small_fixes.py checks the two agree). */
+#define GL_BUFFER_EVENTS_MIN 64u
+#define GL_BUFFER_EVENTS_MAX (1u << 26)
+#define GL_BUFFER_EVENTS_DEFAULT 65536u
+
 /* Clock sources (gl_spool_header.clock_source). */
 #define GL_SPOOL_CLOCK_TSC 0
 #define GL_SPOOL_CLOCK_MONOTONIC 1

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -380,6 +381,12 @@ int gl_counters_init(const char *spec) {
       goto fail;
     }
     p = end;
+    /* Software event names are matched whatever their case and recorded
+     * under their canonical (perf) spelling, so task-clock,TASK-CLOCK is one
+     * counter, not two columns of the same value. */
+    for (size_t k = 0; k < NSOFTWARE; k++)
+      if (strcasecmp(name, kSoftware[k].name) == 0)
+        snprintf(name, sizeof name, "%s", kSoftware[k].name);
     int dup = 0;
     for (int i = 0; i < nrequested; i++) dup |= strcmp(requested[i].name, name) == 0;
     if (dup) continue;

@@ -5,10 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include "grainlab_spool.h"
 #include "thread_state.h"
 
 int gl_ncounters;
-uint32_t gl_buffer_events = 65536;
+uint32_t gl_buffer_events = GL_BUFFER_EVENTS_DEFAULT;
 int gl_recording;
 
 __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));

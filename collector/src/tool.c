@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "callbacks.h"
 #include "clock.h"
+#include "grainlab_spool.h"
 #include "counters.h"
 #include "meta.h"
 #include "shutdown.h"
@@ -104,14 +105,20 @@ static int absolute_path(const char *path, char *out, size_t len) {
 
 static int parse_buffer_events(void) {
   const char *s = getenv("GRAINLAB_BUFFER_EVENTS");
-  if (!s || !*s) return 1;
+  if (!s) return 1;
+  /* Blanks around the number are allowed on both sides ("128 " as " 128"). */
+  const char *p = s;
+  while (*p == ' ' || *p == '\t') p++;
+  if (!*p) return 1;
   char *end;
   errno = 0;
-  unsigned long v = strtoul(s, &end, 10);
-  if (errno || *end || v < 64 || v > (1ul << 26)) {
+  unsigned long v = strtoul(p, &end, 10);
+  while (*end == ' ' || *end == '\t') end++;
+  if (errno || *end || *p == '-' || *p == '+' || v < GL_BUFFER_EVENTS_MIN ||
+      v > GL_BUFFER_EVENTS_MAX) {
     fprintf(stderr,
-            "grainlab: GRAINLAB_BUFFER_EVENTS=%s is not a number of events in 64..67108864; "
-            "not tracing\n", s);
+            "grainlab: GRAINLAB_BUFFER_EVENTS=%s is not a number of events in %u..%u; "
+            "not tracing\n", s, GL_BUFFER_EVENTS_MIN, GL_BUFFER_EVENTS_MAX);
     return 0;
   }
   gl_buffer_events = (uint32_t)v;

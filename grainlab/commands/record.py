@@ -71,9 +71,10 @@ def add_parser(subparsers):
                    help="trace file to write (default: trace.parquet)")
     p.add_argument("--counters", metavar="LIST", default=None,
                    help="comma-separated counters to read at every grain boundary")
-    p.add_argument("--buffer-events", type=_positive_int, metavar="N", default=None,
+    p.add_argument("--buffer-events", type=_buffer_events, metavar="N", default=None,
                    help="events buffered per thread before a flush "
-                        "(default 65536; memory = threads x N x 56 bytes)")
+                        f"({S.BUFFER_EVENTS_MIN}..{S.BUFFER_EVENTS_MAX}, default "
+                        f"{S.BUFFER_EVENTS_DEFAULT}; memory = threads x N x 56 bytes)")
     p.add_argument("--gomp-compat", action="store_true",
                    help="run a libgomp (GCC) program on LLVM libomp's GOMP layer")
     p.add_argument("--force", action="store_true",
@@ -86,13 +87,15 @@ def add_parser(subparsers):
     p.set_defaults(run=run)
 
 
-def _positive_int(text: str) -> int:
+def _buffer_events(text: str) -> int:
+    """The collector's rule (GL_BUFFER_EVENTS_* in grainlab_spool.h)."""
     try:
-        n = int(text)
+        n = int(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {n}")
+    if not S.BUFFER_EVENTS_MIN <= n <= S.BUFFER_EVENTS_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{n} is not in {S.BUFFER_EVENTS_MIN}..{S.BUFFER_EVENTS_MAX}")
     return n
 
 
@@ -140,7 +143,8 @@ def run(args) -> int:
     finally:
         if cleanup:
             cleanup()
-    return report(output, target, before, command[0], code, args.quiet)
+    return report(output, target, before, command[0], code, args.quiet,
+                  uses_libomp=prog.runtime == program.LLVM)
 
 
 def _identity(path: Path):
@@ -157,10 +161,17 @@ def _identity(path: Path):
 def check_counters(spec: str | None) -> str | None:
     if spec is None:
         return None
-    names = [n.strip() for n in spec.split(",")]
-    for name in names:
+    names = []
+    for name in (n.strip() for n in spec.split(",")):
         if not name:
             raise UsageError(f"--counters {spec!r}: empty counter name")
+        # software events whatever their case, under their perf spelling; a
+        # name given twice is one counter (as the collector does)
+        if name.lower() in SOFTWARE_COUNTERS:
+            name = name.lower()
+        if name not in names:
+            names.append(name)
+    for name in names:
         if name not in SOFTWARE_COUNTERS and not PAPI_NAME.match(name):
             raise UsageError(
                 f"unknown counter {name!r} (software counters: "
@@ -242,7 +253,8 @@ def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def report(output: Path, target: Path, before, name: str, code: int, quiet: bool) -> int:
+def report(output: Path, target: Path, before, name: str, code: int, quiet: bool,
+           uses_libomp: bool = False) -> int:
     """Say what the run left behind, in one line on stderr. `target` is the
     file the collector writes (`output` with links followed); `before` its
     identity before the run: a trace still the same is not this run's."""
@@ -251,6 +263,13 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
     # load() waits for that (or converts what a killed run left behind).
     if not spool_of(target).exists() and (_identity(target) == before
                                          or target.stat().st_size == 0):
+        if uses_libomp:
+            # libomp loads its tool when it starts, at the first construct
+            # (or omp_* call that needs the runtime): it never started.
+            print(f"grainlab: no trace written to {output}: {name} ran no OpenMP construct "
+                  f"(it exited with {code} before LLVM libomp started, so there was "
+                  "nothing to record)", file=sys.stderr)
+            return failed
         print(f"grainlab: no trace written to {output}: the OpenMP runtime did not "
               f"load the collector ({name} exited with {code}; is it linked with "
               "LLVM libomp, and does OMP_TOOL_LIBRARIES reach it?)", file=sys.stderr)

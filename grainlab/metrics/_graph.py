@@ -38,10 +38,22 @@ def grain_exec_mask(g) -> np.ndarray:
     return exec_node_mask(g.nodes) & (owner >= 0) & (owner < len(g.grains))
 
 
-def cores_used(g) -> int:
-    """Threads that ran anything in the graph (the thesis's "cores used")."""
+def threads_used(g) -> int:
+    """Threads that ran anything in the graph."""
     t = g.nodes["thread"].to_numpy()
-    n = len(np.unique(t[t >= 0]))
+    return len(np.unique(t[t >= 0]))
+
+
+def cores_used(g) -> int:
+    """The thesis's "cores used": the threads that ran anything, but no more
+    than the CPUs they ran on (64 threads time-sliced on 2 CPUs used 2
+    cores). A node's `cpu` is where its thread was when it started; a trace
+    without CPU numbers counts threads."""
+    n = threads_used(g)
+    cpu = g.nodes["cpu"].to_numpy() if "cpu" in g.nodes else np.zeros(0)
+    cpus = len(np.unique(cpu[cpu >= 0]))
+    if cpus:
+        n = min(n, cpus)
     if n == 0:
         n = int(g.meta.get("threads", 1) or 1) if isinstance(getattr(g, "meta", None), dict) else 1
     return max(n, 1)
