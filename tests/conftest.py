@@ -76,6 +76,7 @@ class Recorder:
         self.tmp = tmp
         self.example = example
         self.cache: dict = {}
+        self.stdouts: dict = {}
 
     def __call__(self, name, *args, threads=2, env=None, extra=()):
         key = (name, args, threads, tuple(sorted((env or {}).items())), tuple(extra))
@@ -88,7 +89,14 @@ class Recorder:
             assert "Traceback" not in result.stderr, result.stderr
             from grainlab import load
             self.cache[key] = load(out)
+            self.stdouts[key] = result.stdout
         return self.cache[key]
+
+    def stdout(self, name, *args, threads=2, env=None, extra=()) -> str:
+        """What the recorded program printed (it is recorded if not yet)."""
+        self(name, *args, threads=threads, env=env, extra=extra)
+        key = (name, args, threads, tuple(sorted((env or {}).items())), tuple(extra))
+        return self.stdouts[key]
 
 
 @pytest.fixture(scope="session")
