@@ -228,7 +228,7 @@ class Analysis:
             "selection": run.get("selection"),
             **{k: summary[k] for k in ("grains", "tasks", "chunks", "work_ns", "grain_work_ns",
                                        "span_ns", "parallelism", "critical_path",
-                                       "cores_used")},
+                                       "cores_used", "threads_used")},
             "thresholds": th,
             "problems": found,
             "instantaneous_parallelism": summary["instantaneous_parallelism"],

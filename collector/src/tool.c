@@ -6,6 +6,7 @@
  * line on stderr and returns NULL: libomp then runs the application untraced.
  * on_initialize writes the spool header and registers the callbacks. */
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -108,16 +109,16 @@ static int parse_buffer_events(void) {
   if (!s) return 1;
   /* Blanks around the number are allowed on both sides ("128 " as " 128"). */
   const char *p = s;
-  while (*p == ' ' || *p == '\t') p++;
+  while (isspace((unsigned char)*p)) p++;
   if (!*p) return 1;
   char *end;
   errno = 0;
   unsigned long v = strtoul(p, &end, 10);
-  while (*end == ' ' || *end == '\t') end++;
+  while (isspace((unsigned char)*end)) end++;
   if (errno || *end || *p == '-' || *p == '+' || v < GL_BUFFER_EVENTS_MIN ||
       v > GL_BUFFER_EVENTS_MAX) {
     fprintf(stderr,
-            "grainlab: GRAINLAB_BUFFER_EVENTS=%s is not a number of events in %u..%u; "
+            "grainlab: GRAINLAB_BUFFER_EVENTS='%s' is not a number of events in %u..%u; "
             "not tracing\n", s, GL_BUFFER_EVENTS_MIN, GL_BUFFER_EVENTS_MAX);
     return 0;
   }

@@ -31,6 +31,13 @@ config file (TOML):  [thresholds]  parallel_benefit = 1.5
 """
 
 
+def _threads(r) -> str:
+    """"8 threads on 2 cores": cores_used is what the thresholds use."""
+    t, c = r.get("threads_used", r["cores_used"]), r["cores_used"]
+    text = f"{t} thread{'s' if t != 1 else ''}"
+    return text if t == c else f"{text} ({c} core{'s' if c != 1 else ''})"
+
+
 def add_parser(subparsers):
     p = subparsers.add_parser("analyze", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -102,7 +109,7 @@ def render(r: dict) -> str:
            "",
            "SUMMARY",
            f"  grains       {r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) "
-           f"on {r['cores_used']} thread(s)",
+           f"on {_threads(r)}",
            f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
            f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains)",
            f"  parallelism  {r['parallelism']:.3g} (work / span)",

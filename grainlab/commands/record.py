@@ -138,13 +138,21 @@ def run(args) -> int:
         env["GRAINLAB_COUNTERS"] = counters
     if args.buffer_events is not None:
         env["GRAINLAB_BUFFER_EVENTS"] = str(args.buffer_events)
-    try:
-        code = run_forwarding_signals([str(prog.path)] + command[1:], env)
-    finally:
-        if cleanup:
-            cleanup()
-    return report(output, target, before, command[0], code, args.quiet,
-                  uses_libomp=prog.runtime == program.LLVM)
+    with tempfile.TemporaryDirectory(prefix="grainlab-record-") as tmp:
+        # libomp logs its tool search here when it starts: no log means the
+        # runtime never started (no construct ran). A user's own setting wins.
+        log = None
+        if "OMP_TOOL_VERBOSE_INIT" not in env:
+            log = Path(tmp) / "tool-init.log"
+            env["OMP_TOOL_VERBOSE_INIT"] = str(log)
+        try:
+            code = run_forwarding_signals([str(prog.path)] + command[1:], env)
+        finally:
+            if cleanup:
+                cleanup()
+        started = None if log is None else log.exists()
+        return report(output, target, before, command[0], code, args.quiet,
+                      runtime_started=started)
 
 
 def _identity(path: Path):
@@ -254,7 +262,7 @@ def _exit_code(returncode: int) -> int:
 
 
 def report(output: Path, target: Path, before, name: str, code: int, quiet: bool,
-           uses_libomp: bool = False) -> int:
+           runtime_started: bool | None = None) -> int:
     """Say what the run left behind, in one line on stderr. `target` is the
     file the collector writes (`output` with links followed); `before` its
     identity before the run: a trace still the same is not this run's."""
@@ -263,7 +271,7 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
     # load() waits for that (or converts what a killed run left behind).
     if not spool_of(target).exists() and (_identity(target) == before
                                          or target.stat().st_size == 0):
-        if uses_libomp:
+        if runtime_started is False:
             # libomp loads its tool when it starts, at the first construct
             # (or omp_* call that needs the runtime): it never started.
             print(f"grainlab: no trace written to {output}: {name} ran no OpenMP construct "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from . import (instantaneous_parallelism, load_balance, memory_hierarchy,
                parallel_benefit, scatter, time_decomposition, work, work_deviation)
-from ._graph import cores_used
+from ._graph import cores_used, threads_used
 from .earliest_start import earliest_start
 
 METRIC_COLUMNS = (parallel_benefit.COLUMN, load_balance.COLUMN, scatter.COLUMN,
@@ -41,6 +41,7 @@ def compute_all(g, *, interval="median", reference=None,
     step = progress or (lambda _msg: None)
     summary = work.summary(g)
     summary["cores_used"] = cores_used(g)
+    summary["threads_used"] = threads_used(g)
     step("parallel benefit")
     parallel_benefit.compute(g)
     step("load balance")
