@@ -36,6 +36,12 @@ def load(path) -> "Trace":
     meta = _parse_metadata(path, parquet)
     _check_columns(path, parquet)
     events, row_group_sizes = _read_events(path, parquet, meta)
+    from .depwait import fold_dependence_waits
+    events, folded = fold_dependence_waits(events)
+    if folded:
+        meta["dependence_waits"] = folded
+        row_group_sizes = np.bincount(events["row_group"].to_numpy(),
+                                      minlength=len(row_group_sizes)).astype(np.int64)
     trace = Trace(path, meta, events, row_group_sizes)
     from .validate import validate  # validation needs the Trace's helpers
     validate(trace)

@@ -150,3 +150,11 @@ def test_users_own_tool_init_log_is_left_alone(example, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "START LOGGING OF TOOL REGISTRATION" in log.read_text()
     assert gl.load(tmp_path / "t.parquet").summary()["tasks"] == 2 * 34 - 2
+
+
+def test_program_given_as_dot_slash_runs(example, tmp_path):
+    # Path("./fib") prints as "fib", which exec would look up in PATH
+    folder = os.path.dirname(example("fib"))
+    r = grainlab("record", "-q", "-o", tmp_path / "t.parquet", "--", "./fib", 8, cwd=folder)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "fib(8) = 21\n"

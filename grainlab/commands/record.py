@@ -146,13 +146,20 @@ def run(args) -> int:
             log = Path(tmp) / "tool-init.log"
             env["OMP_TOOL_VERBOSE_INIT"] = str(log)
         try:
-            code = run_forwarding_signals([str(prog.path)] + command[1:], env)
+            code = run_forwarding_signals(_argv(command, prog.path), env)
         finally:
             if cleanup:
                 cleanup()
         started = None if log is None else log.exists()
         return report(output, target, before, command[0], code, args.quiet,
                       runtime_started=started)
+
+
+def _argv(command: list[str], path: Path) -> list[str]:
+    """The argv to exec: the program as the user spelled it when it has a
+    slash (Path("./app") would print as "app", which exec looks up in PATH),
+    else the file PATH lookup found."""
+    return [command[0] if "/" in command[0] else str(path)] + command[1:]
 
 
 def _identity(path: Path):
