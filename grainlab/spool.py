@@ -13,7 +13,9 @@ ready, so:
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -46,6 +48,71 @@ def is_locked(spool: Path) -> bool | None:
         return True
     finally:
         os.close(fd)
+
+
+_HEADER = struct.Struct("<8s6I2Q")  # gl_spool_header (grainlab_spool.h)
+MAGIC = b"GLSPOOL\n"  # GL_SPOOL_MAGIC
+
+
+def header_values(spool: Path) -> dict:
+    """The key/value records of a spool's header (JSON values parsed), or {}
+    when there is no readable header yet."""
+    try:
+        with open(spool, "rb") as f:
+            head = f.read(_HEADER.size)
+            if len(head) < _HEADER.size:
+                return {}
+            magic, _version, header_bytes, _eb, _nc, nkv, _clock, _m, _r = _HEADER.unpack(head)
+            if magic != MAGIC or header_bytes > 1 << 24:
+                return {}
+            body = f.read(header_bytes - _HEADER.size)
+    except OSError:
+        return {}
+    out, at = {}, 0
+    for _ in range(nkv):
+        if at + 8 > len(body):
+            break
+        klen, vlen = struct.unpack_from("<2I", body, at)
+        key = body[at + 8:at + 8 + klen].decode(errors="replace")
+        value = body[at + 8 + klen:at + 8 + klen + vlen].decode(errors="replace")
+        at += 8 + klen + vlen
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def lock_holder(spool: Path) -> int | None:
+    """The process holding the spool's flock (from /proc/locks), or None."""
+    try:
+        st = os.stat(spool)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    for line in lines:
+        parts = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 3456 fe:00:9977903 0 EOF" ("->": a waiter)
+        if len(parts) < 6 or parts[1] != "FLOCK" or "->" in line:
+            continue
+        try:
+            maj, mnr, ino = parts[5].split(":")
+            if (int(maj, 16), int(mnr, 16), int(ino)) == want:
+                return int(parts[4])
+        except ValueError:
+            continue
+    return None
+
+
+def is_converter(pid: int) -> bool:
+    """Is `pid` a grainlab-convert (finishing a run that has ended)?"""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().startswith("grainlab-conver")
+    except OSError:
+        return False
 
 
 def wait_until_unlocked(spool: Path, trace_path, quiet: bool = False) -> None:

@@ -120,6 +120,18 @@ static int lock_holder(int fd) {
   return holder;
 }
 
+/* Is `pid` a grainlab-convert (its comm, truncated to 15 characters by the
+ * kernel)? A converter holding the lock is finishing a run that has ended. */
+static int is_converter(int pid) {
+  char path[64], comm[32] = "";
+  snprintf(path, sizeof path, "/proc/%d/comm", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int ok = fgets(comm, sizeof comm, f) != NULL;
+  fclose(f);
+  return ok && strncmp(comm, "grainlab-conver", 15) == 0;
+}
+
 /* Is `pid` this process's parent, grandparent ...? (A traced program that
  * runs another traced program with the same output: waiting for the spool
  * would wait for ourselves.) */
@@ -225,9 +237,18 @@ int gl_spool_open(const char *output_path) {
         snprintf(why, sizeof why, "process %d, which runs this one, is recording to it", holder);
         return fail_open(why);
       }
-      /* The previous run on this output is still being converted: its trace
-       * is about to be replaced, but the converter must not see its spool
-       * truncated under it. */
+      /* Another program is recording to this output: never hold this one
+       * back for the length of another's run. Refuse at once (untraced). */
+      if (holder && !is_converter(holder)) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "process %d is recording to it (choose another output, or wait for it)",
+                 holder);
+        return fail_open(why);
+      }
+      /* The previous run on this output has ended and is being converted:
+       * its trace is about to be replaced, but the converter must not see
+       * its spool truncated under it. A short wait. */
       if (!waited++)
         fprintf(stderr, "grainlab: waiting for the previous run's trace %s to be written\n",
                 out_path);

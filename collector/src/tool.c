@@ -50,17 +50,33 @@ static void json_escape(char *out, size_t len, const char *in) {
 
 /* The spool's header: the run context known at start-up. The trailer
  * (shutdown.c) adds what is known only at the end. */
+/* GRAINLAB_RUN_ID: the token `grainlab record` gives its run, stored in the
+ * trace so record reports on the file its own program wrote (two runs with one
+ * output). Lowercase hex only; consumed, so a program this one runs does not
+ * claim the same run. Returns a JSON value. */
+static const char *run_id_json(char *buf, size_t len) {
+  const char *id = getenv("GRAINLAB_RUN_ID");
+  size_t n = id ? strlen(id) : 0;
+  int ok = n >= 8 && n <= 64;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+  if (!ok) return "null";
+  snprintf(buf, len, "\"%s\"", id);
+  unsetenv("GRAINLAB_RUN_ID");
+  return buf;
+}
+
 static int write_spool_header(void) {
-  char pid[24], buffer[24];
+  char pid[24], buffer[24], run_id[72];
   gl_utoa((uint64_t)gl_run.pid, pid, sizeof pid);
   gl_utoa(gl_buffer_events, buffer, sizeof buffer);
   const char *keys[] = {"grainlab.schema_version", "grainlab.command", "grainlab.pid",
                         "grainlab.counters",       "grainlab.runtime", "grainlab.topology",
                         "grainlab.loadmap",        "grainlab.buffer_events",
-                        "grainlab.collector"};
+                        "grainlab.collector",      "grainlab.run_id"};
   const char *values[] = {"1", gl_run.command_json, pid, gl_counters_metadata_json(),
                           gl_run.runtime_json, gl_run.topology_json, gl_run.loadmap_json,
-                          buffer, GL_COLLECTOR_VERSION};
+                          buffer, GL_COLLECTOR_VERSION, run_id_json(run_id, sizeof run_id)};
   _Static_assert(sizeof keys / sizeof keys[0] == sizeof values / sizeof values[0],
                  "header keys and values");
   return gl_spool_write_header(gl_ncounters, gl_counters_names(), sizeof keys / sizeof keys[0],

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from .. import _paths, program
 from .. import schema as S
 from ..errors import GrainlabError, RecordError, TraceError, UsageError
 from ..outpath import resolve_output
-from ..spool import spool_of
+from ..spool import header_values, is_converter, is_locked, lock_holder, spool_of
 from ..trace import load
 
 HELP = "run an OpenMP program with the collector and write a trace"
@@ -111,6 +112,7 @@ def run(args) -> int:
     before = _identity(target)
     counters = check_counters(args.counters)
     prog = program.inspect(command[0])
+    _refuse_if_recording(output, target)
     env = os.environ.copy()
     cleanup = None
     if prog.runtime == program.GNU:
@@ -126,6 +128,7 @@ def run(args) -> int:
                           "linked): nothing to record (if it loads libomp at run "
                           "time, add --force)")
     collector = _paths.collector_library()
+    run_id = secrets.token_hex(16)
     env.update({
         "OMP_TOOL": "enabled",
         "OMP_TOOL_LIBRARIES": str(collector),
@@ -133,6 +136,9 @@ def run(args) -> int:
         "GRAINLAB_QUIET": "1",  # record prints its own line about the trace
         # the argv launched: the program may overwrite its own while parsing
         "GRAINLAB_COMMAND": json.dumps(command),
+        # this run's token, stored in its trace: record reports on the file
+        # its own program wrote, never on another run's
+        "GRAINLAB_RUN_ID": run_id,
     })
     if counters is not None:
         env["GRAINLAB_COUNTERS"] = counters
@@ -152,7 +158,7 @@ def run(args) -> int:
                 cleanup()
         started = None if log is None else log.exists()
         return report(output, target, before, command[0], code, args.quiet,
-                      runtime_started=started)
+                      runtime_started=started, run_id=run_id)
 
 
 def _argv(command: list[str], path: Path) -> list[str]:
@@ -268,8 +274,18 @@ def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def _refuse_if_recording(output: Path, target: Path) -> None:
+    """Another program recording to the same output: refuse at once, before
+    starting ours (a converter finishing an ended run is only a short wait)."""
+    spool = spool_of(target)
+    holder = lock_holder(spool) if is_locked(spool) else None
+    if holder and not is_converter(holder):
+        raise RecordError(f"{output} is being recorded by process {holder}: choose another "
+                          "output (-o), or wait until that run ends")
+
+
 def report(output: Path, target: Path, before, name: str, code: int, quiet: bool,
-           runtime_started: bool | None = None) -> int:
+           runtime_started: bool | None = None, run_id: str | None = None) -> int:
     """Say what the run left behind, in one line on stderr. `target` is the
     file the collector writes (`output` with links followed); `before` its
     identity before the run: a trace still the same is not this run's."""
@@ -289,10 +305,26 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
               f"load the collector ({name} exited with {code}; is it linked with "
               "LLVM libomp, and does OMP_TOOL_LIBRARIES reach it?)", file=sys.stderr)
         return failed
+    spool = spool_of(target)
+    if run_id and is_locked(spool):
+        # A spool still being written: ours, or another run's that started
+        # on the same output (a race the check before the run cannot close)?
+        header = header_values(spool)
+        if "grainlab.run_id" in header and header["grainlab.run_id"] != run_id:
+            holder = lock_holder(spool)
+            print(f"grainlab: no trace written to {output}: "
+                  f"{'process ' + str(holder) if holder else 'another run'} is recording to it "
+                  f"({name} ran untraced and exited with {code}; choose another output)",
+                  file=sys.stderr)
+            return failed
     try:
         trace = load(target)  # validates: a trace that loads is a trace that works
     except TraceError as e:
         print(f"grainlab: {e}", file=sys.stderr)
+        return failed
+    if run_id and trace.meta.get("run_id", run_id) != run_id:
+        print(f"grainlab: no trace written to {output} by this run: the trace there is "
+              f"another run's ({name} ran untraced and exited with {code})", file=sys.stderr)
         return failed
     code_column = trace.events["event"].to_numpy()
     # Counted from the events directly: no need to build task tables here.
