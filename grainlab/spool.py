@@ -150,8 +150,9 @@ def convert(spool: Path, out: Path) -> None:
     exe = _paths.converter()
     try:
         # the converter renames onto its output: give it the link's target
+        env = {k: v for k, v in os.environ.items() if k != "GRAINLAB_QUIET"}  # we want its reason
         result = subprocess.run([str(exe), str(spool), os.path.realpath(out)], capture_output=True,
-                                text=True, stdin=subprocess.DEVNULL)
+                                text=True, stdin=subprocess.DEVNULL, env=env)
     except OSError as e:
         raise TraceError(f"{spool}: cannot run {exe} ({e.strerror})") from None
     if result.returncode != 0:
@@ -160,4 +161,9 @@ def convert(spool: Path, out: Path) -> None:
         prefix = f"grainlab: cannot convert {spool}: "
         reason = reason[len(prefix):] if reason.startswith(prefix) else \
             reason.removeprefix("grainlab: ")
+        if "No space left on device" in reason or "errno 28" in reason:
+            raise TraceError(
+                f"no room to write the trace beside {spool} (its disk is full): the run is "
+                f"kept there; convert it on another disk with `grainlab convert {spool} "
+                f"-o OTHER_DIR/{Path(out).name}`")
         raise TraceError(f"{spool}: cannot convert to a trace: {reason}")

@@ -57,7 +57,12 @@ static void die(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "grainlab: cannot convert %s: %s\n", spool_path, msg);
+  /* Started by a run that `grainlab record` watches (GRAINLAB_QUIET=1), the
+   * converter leaves the one line to record, which retries the conversion
+   * and explains; run by hand or by grainlab.load, it says why. */
+  const char *quiet = getenv("GRAINLAB_QUIET");
+  if (!(quiet && strcmp(quiet, "1") == 0))
+    fprintf(stderr, "grainlab: cannot convert %s: %s\n", spool_path, msg);
   if (writer) {
     char err[256];
     gl_writer_close(writer, 0, 0, 0, err, sizeof err);
@@ -237,10 +242,7 @@ int main(int argc, char **argv) {
   }
   char err[1024] = "";
   writer = gl_writer_open(tmp_path, (int)h.ncounters, names, err, sizeof err);
-  if (!writer) {
-    tmp_path[0] = 0;
-    die("%s", err);
-  }
+  if (!writer) die("%s", err); /* die() unlinks the temporary file it may have made */
 
   /* Blocks, and the trailer wherever it is. */
   size_t row_bytes = sizeof(gl_event_t) + h.ncounters * sizeof(int64_t);

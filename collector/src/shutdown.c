@@ -97,16 +97,24 @@ void gl_finish(int complete, const char *end_reason, int from_signal) {
   wait_for_flushes();
   write_all_buffers();
 
-  char threads[24], dropped[24];
+  char threads[24], dropped[24], kept[24];
   gl_utoa(gl_thread_count(), threads, sizeof threads);
   gl_utoa(gl_spool_dropped(), dropped, sizeof dropped);
+  gl_utoa(gl_spool_events(), kept, sizeof kept);
+  /* A full disk stopped the recording: that is how this trace ended, whatever
+   * ended the program. */
+  if (gl_spool_disk_full()) {
+    complete = 0;
+    end_reason = "disk full";
+  }
   /* The load map can change after start-up (dlopen); recompute it unless in a
    * signal handler, where the dynamic loader's lock may be held: the
    * converter then keeps the start-up map from the spool header. */
   char *loadmap = from_signal ? 0 : gl_meta_loadmap_json();
-  const char *keys[] = {"grainlab.complete", "grainlab.end_reason", "grainlab.threads",
-                        "grainlab.dropped_events", "grainlab.loadmap"};
-  const char *values[] = {complete ? "true" : "false", end_reason, threads, dropped,
+  const char *keys[] = {"grainlab.complete",       "grainlab.end_reason",
+                        "grainlab.threads",        "grainlab.dropped_events",
+                        "grainlab.recorded_events", "grainlab.loadmap"};
+  const char *values[] = {complete ? "true" : "false", end_reason, threads, dropped, kept,
                           loadmap};
   size_t nkv = sizeof keys / sizeof keys[0] - (loadmap ? 0 : 1);
   if (gl_spool_write_trailer(nkv, keys, values) != 0 && !from_signal)

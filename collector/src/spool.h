@@ -48,6 +48,7 @@ const char *gl_spool_path(void);
 uint64_t gl_spool_blocks(void);  /* blocks appended */
 uint64_t gl_spool_events(void);  /* rows in those blocks */
 uint64_t gl_spool_dropped(void); /* rows that could not be appended */
+int gl_spool_disk_full(void);     /* recording stopped: no room for the next block */
 
 /* The child of a fork() must not keep the parent's spool locked. */
 void gl_spool_forget_in_child(void);

@@ -1,0 +1,137 @@
+"""A full disk (issue 11 item 4), on a real 5 MiB tmpfs: the program's output
+and exit status are untouched; the collector stops recording when the next
+block would not fit, ends the spool properly (`end_reason: disk full`, exact
+counts of what was kept and lost), and the trace is either in place or, when
+it does not fit beside the spool, one line says where the run is kept and how
+to convert it elsewhere. Nothing half-written is left behind."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+import grainlab as gl
+from grainlab import _paths
+from grainlab.spool import spool_of
+from conftest import grainlab
+
+FIB = ("fib", "25")                      # 971,622 events at 1 thread: ~54 MB of spool
+FIB_OUT = "fib(25) = 75025\n"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 5 MiB tmpfs of our own (never a real one)."""
+    where = tmp_path / "small"
+    where.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(where)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or 'mount failed'}): "
+                    "the full-disk tests need root or CAP_SYS_ADMIN")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir() if "grainlab-tmp" in p.name)
+
+
+@pytest.fixture(scope="module")
+def full_run_events(tmp_path_factory, example):
+    """Events of the same program, same buffer size, 1 thread, on a roomy disk:
+    deterministic, so kept + lost on the small disk must add up to it."""
+    counts = {}
+
+    def events(buffer):
+        if buffer not in counts:
+            out = tmp_path_factory.mktemp("roomy") / "t.parquet"
+            r = grainlab("record", "-q", "--buffer-events", buffer, "-o", out, "--",
+                         example(FIB[0]), FIB[1], env={"OMP_NUM_THREADS": "1"})
+            assert r.returncode == 0, r.stderr
+            t = gl.load(out)
+            assert t.complete
+            counts[buffer] = len(t.events)
+        return counts[buffer]
+    return events
+
+
+def test_trace_of_what_fit_is_in_place_with_exact_counts(small_disk, example, full_run_events):
+    out = small_disk / "t.parquet"
+    r = grainlab("record", "-o", out, "--", example(FIB[0]), FIB[1],
+                 env={"OMP_NUM_THREADS": "1"})
+    assert r.stdout == FIB_OUT
+    assert r.returncode == 0, r.stderr               # the program's own status
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "disk full" in lines[0], r.stderr
+    t = gl.load(out)
+    assert not t.complete and t.meta["end_reason"] == "disk full"
+    kept, lost = len(t.events), int(t.meta["dropped_events"])
+    assert int(t.meta["recorded_events"]) == kept
+    assert kept > 0 and lost > 0
+    assert kept + lost == full_run_events(str(65536))
+    assert not spool_of(out).exists() and leftovers(small_disk) == []
+    # and the partial trace analyzes
+    a = gl.analyze(t)
+    assert len(a.grains) > 0 and a.report()["span_ns"] > 0
+
+
+def test_no_room_to_convert_says_where_and_how(small_disk, example, tmp_path, full_run_events):
+    out = small_disk / "t.parquet"
+    # small blocks: the spool fills the disk to its last block, the trace cannot fit
+    r = grainlab("record", "--buffer-events", 4096, "-o", out, "--", example(FIB[0]), FIB[1],
+                 env={"OMP_NUM_THREADS": "1"})
+    assert r.stdout == FIB_OUT
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    spool = spool_of(out)
+    assert str(spool) in lines[0] and f"grainlab convert {spool}" in lines[0]
+    assert "disk is full" in lines[0] and "Traceback" not in r.stderr
+    assert r.returncode != 0 and not out.exists()
+    assert spool.exists() and leftovers(small_disk) == []
+    # the instruction works
+    elsewhere = tmp_path / "t.parquet"
+    c = grainlab("convert", spool, "-o", elsewhere)
+    assert c.returncode == 0, c.stderr
+    t = gl.load(elsewhere)
+    assert t.meta["end_reason"] == "disk full"
+    kept, lost = len(t.events), int(t.meta["dropped_events"])
+    assert int(t.meta["recorded_events"]) == kept
+    assert kept + lost == full_run_events("4096")
+
+
+def test_program_run_with_the_collector_alone_is_unaffected(small_disk, example):
+    out = small_disk / "t.parquet"
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "GRAINLAB_CONVERT": "wait",
+           "OMP_TOOL_LIBRARIES": str(_paths.build_dir() / "lib" / _paths.COLLECTOR),
+           "GRAINLAB_OUTPUT": str(out)}
+    r = subprocess.run([example(FIB[0]), FIB[1]], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout == FIB_OUT
+    assert "is full: recording stopped" in r.stderr
+    assert gl.load(out).meta["end_reason"] == "disk full"
+
+
+def test_a_disk_too_full_to_start_leaves_nothing(tmp_path, example):
+    where = tmp_path / "tiny"
+    where.mkdir()
+    # 128 KiB: less than the collector's reserve for the end record
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(where)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()})")
+    try:
+        out = where / "t.parquet"
+        env = {**os.environ, "OMP_NUM_THREADS": "2",
+               "OMP_TOOL_LIBRARIES": str(_paths.build_dir() / "lib" / _paths.COLLECTOR),
+               "GRAINLAB_OUTPUT": str(out)}
+        c = subprocess.run([example("fib"), "10"], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert c.returncode == 0 and c.stdout == "fib(10) = 55\n"
+        assert c.stderr.count("\n") == 1 and "No space left on device" in c.stderr, c.stderr
+        assert list(where.iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
