@@ -710,7 +710,9 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
         "grainlab.buffer_events": str(buffer_events),
         "grainlab.flushes": str(len(groups)),
         "grainlab.dropped_events": "0",
+        "grainlab.recorded_events": str(sum(len(g["time"]) for g in groups)),
         "grainlab.collector": "synth",
+        "grainlab.run_id": "null",
     }
     schema = schema.with_metadata(meta)
     with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:

@@ -39,6 +39,9 @@ def validate(trace) -> None:
     _check_time_order(ev, order, contradiction)
     _check_pairs(ev, order, trace.problems, contradiction)
     _check_task_references(ev, contradiction)
+    _check_task_tree(ev, contradiction)
+    _check_one_thread_at_a_time(ev, contradiction)
+    _check_counts(ev, contradiction)
 
 
 def thread_order(ev: pd.DataFrame) -> np.ndarray:
@@ -198,3 +201,80 @@ def _first_time_per_task(index, ids, tsc) -> np.ndarray:
     hit = pos >= 0
     np.minimum.at(first, pos[hit], tsc[hit])
     return first
+
+
+def _check_task_tree(ev, contradiction):
+    """The explicit tasks' parent pointers form a forest (a cycle would make
+    every walk up the tree endless), and a parent exists before its child:
+    a task creates children only while it runs."""
+    code = ev["event"].to_numpy()
+    create = np.flatnonzero(code == S.TASK_CREATE)
+    if not len(create):
+        return
+    task, parent = ev["task"].to_numpy()[create], ev["other"].to_numpy()[create]
+    tsc = ev["tsc"].to_numpy()[create]
+    index = IdIndex(task)
+    up = index.get(parent)                  # -1: an implicit or initial task (a root)
+    explicit_parent = np.flatnonzero(up >= 0)
+    late = explicit_parent[tsc[up[explicit_parent]] > tsc[explicit_parent]]
+    if len(late):
+        row = create[late[0]]
+        contradiction(row, "other", f"task {_fmt(task[late[0]])} is created before its "
+                                    f"parent {_fmt(parent[late[0]])}")
+    from .graph.build import _list_rank    # bounded pointer jumping
+    from .errors import TraceError
+    try:
+        _list_rank(np.where(up >= 0, up, -1).astype(np.int64))
+    except TraceError:
+        # A member of a cycle: the parent-before-child check above catches every
+        # cycle whose times are consistent; name the task that is its own
+        # ancestor when the times were forged too.
+        me = np.flatnonzero(up == np.arange(len(up)))
+        row = create[me[0]] if len(me) else create[explicit_parent[0]]
+        contradiction(row, "other", "the task tree has a cycle (a task is its own ancestor)")
+
+
+def _check_one_thread_at_a_time(ev, contradiction):
+    """An explicit task runs on one thread at a time: between a switch into it
+    (TASK_SCHEDULE next) and the switch away from it (prior) no other switch
+    into it may come."""
+    code = ev["event"].to_numpy()
+    create = np.flatnonzero(code == S.TASK_CREATE)
+    sched = np.flatnonzero(code == S.TASK_SCHEDULE)
+    if not len(create) or not len(sched):
+        return
+    index = IdIndex(ev["task"].to_numpy()[create])
+    task, other, tsc = (ev[c].to_numpy()[sched] for c in ("task", "other", "tsc"))
+    into, away = index.get(task), index.get(other)
+    who = np.concatenate([into[into >= 0], away[away >= 0]])
+    when = np.concatenate([tsc[into >= 0], tsc[away >= 0]])
+    step = np.concatenate([np.ones(int((into >= 0).sum()), np.int64),
+                           -np.ones(int((away >= 0).sum()), np.int64)])
+    rows = np.concatenate([sched[into >= 0], sched[away >= 0]])
+    order = np.lexsort((step, when, who))      # per task, in time; ends first at a tie
+    who, step, rows = who[order], step[order], rows[order]
+    first = np.ones(len(who), bool)
+    first[1:] = who[1:] != who[:-1]
+    running = np.cumsum(step)
+    base = (running - step)[first]
+    running = running - base[np.cumsum(first) - 1]
+    twice = np.flatnonzero(running > 1)
+    if len(twice):
+        row = rows[twice[0]]
+        contradiction(row, "task", f"task {_fmt(ev['task'].iat[row])} runs on two threads "
+                                   "at once (switched to again before it was switched away from)")
+
+
+# Counts (iterations, team sizes, dependences) are far below 2^62; above it
+# they are garbage, or negative numbers written as unsigned.
+_COUNT_LIMIT = np.uint64(1) << np.uint64(62)
+
+
+def _check_counts(ev, contradiction):
+    count = ev["count"].to_numpy()
+    bad = np.flatnonzero(count >= _COUNT_LIMIT)
+    if len(bad):
+        row = bad[0]
+        contradiction(row, "count", f"{S.EVENT_NAMES.get(int(ev['event'].iat[row]), 'event')} "
+                                    f"count {int(count[row])} is not a count (negative or "
+                                    "beyond 2^62)")

@@ -1,0 +1,211 @@
+"""Semantic corruption (issue 11 item 5): traces that are valid Parquet with
+valid columns but an impossible program behind them — a task that is its own
+ancestor, a child created before its parent, ids reused, a task running on two
+threads at once, counts that are not counts — and random mixes of such edits.
+Through the real CLI, each under a timeout: no hang, no traceback; a
+contradiction is one line naming the row group and field."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from grainlab import schema as S
+from conftest import assert_one_line_error, grainlab
+
+TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def base(record):
+    """A real fib trace, 2 threads: explicit tasks on both threads."""
+    t = record("fib", 12, threads=2)
+    f = pq.ParquetFile(t.path)
+    sizes = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
+    table = pq.read_table(t.path)
+    return table, sizes
+
+
+def columns(base):
+    table, _ = base
+    return {n: table.column(n).to_numpy().copy() for n in table.column_names}
+
+
+def write(base, cols, path):
+    """The edited columns as a trace with the original row groups and metadata."""
+    table, sizes = base
+    t = pa.table({k: pa.array(v, type=table.schema.field(k).type) for k, v in cols.items()})
+    t = t.replace_schema_metadata(table.schema.metadata)
+    with pq.ParquetWriter(path, t.schema) as w:
+        at = 0
+        for n in sizes:
+            w.write_table(t.slice(at, n))
+            at += n
+    return path
+
+
+def rows(cols, event):
+    return np.flatnonzero(cols["event"] == event)
+
+
+def creates(cols):
+    c = rows(cols, S.TASK_CREATE)
+    return c, cols["task"][c], cols["other"][c]
+
+
+# --- each kind of corruption, with the contradiction it must be named by ----
+
+def self_parent(c):
+    cr, ids, _ = creates(c)
+    c["other"][cr[5]] = ids[5]
+    return "cycle"
+
+
+def parent_cycle(c):
+    cr, ids, par = creates(c)
+    # two explicit tasks, each the other's parent
+    a, b = 10, 11
+    c["other"][cr[a]], c["other"][cr[b]] = ids[b], ids[a]
+    return "parent"           # a cycle always has a child created before its parent
+
+
+def child_before_parent(c):
+    cr, ids, par = creates(c)
+    # the 3rd task's parent becomes a task created after it (times untouched)
+    c["other"][cr[3]] = ids[-1]
+    return "created before its parent"
+
+
+def id_reused(c):
+    cr, ids, _ = creates(c)
+    c["task"][cr[7]] = ids[6]
+    return "created twice"
+
+
+def two_threads_at_once(c):
+    sched = rows(c, S.TASK_SCHEDULE)
+    cr, ids, _ = creates(c)
+    on0 = [r for r in sched if c["thread"][r] == 0 and c["task"][r] in set(ids)]
+    on1 = [r for r in sched if c["thread"][r] == 1 and c["task"][r] in set(ids)]
+    x, y = c["task"][on0[3]], c["task"][on1[3]]
+    # y's runs on thread 1 become x's: x then runs on both threads
+    for r in sched:
+        if c["thread"][r] == 1:
+            if c["task"][r] == y:
+                c["task"][r] = x
+            if c["other"][r] == y:
+                c["other"][r] = x
+    return ""                 # named as two threads at once or as an orphan end: any line
+
+
+def negative_count(c):
+    par = rows(c, S.PARALLEL_BEGIN)
+    c["count"][par[0]] = np.uint64(2**64 - 3)          # -3 written as unsigned
+    return "not a count"
+
+
+def huge_count(c):
+    chunk_or_sync = np.flatnonzero(c["count"] > 0)
+    c["count"][chunk_or_sync[0]] = np.uint64(2**63)
+    return "not a count"
+
+
+CASES = [self_parent, parent_cycle, child_before_parent, id_reused, two_threads_at_once,
+         negative_count, huge_count]
+
+
+@pytest.mark.parametrize("corrupt", CASES, ids=[c.__name__ for c in CASES])
+@pytest.mark.parametrize("command", ["info", "analyze"])
+def test_each_corruption_is_one_line(base, tmp_path, corrupt, command):
+    cols = columns(base)
+    expect = corrupt(cols)
+    path = write(base, cols, tmp_path / "bad.parquet")
+    r = grainlab(command, path, timeout=TIMEOUT)
+    assert_one_line_error(r, str(path), "row group", expect)
+
+
+def runs(cols, known):
+    """(task, thread, switch-in row, switch-out row) of every run of an explicit task."""
+    sched = rows(cols, S.TASK_SCHEDULE)
+    out = []
+    for r in sched:
+        x = cols["task"][r]
+        if x not in known:
+            continue
+        end = next((q for q in sched if q > r and cols["other"][q] == x
+                    and cols["thread"][q] == cols["thread"][r]), None)
+        if end is not None:
+            out.append((x, cols["thread"][r], r, end))
+    return out
+
+
+def test_a_task_on_two_threads_at_once_is_named_as_such(base, tmp_path):
+    cols = columns(base)
+    _, ids, _ = creates(cols)
+    all_runs = runs(cols, set(ids.tolist()))
+    tsc = cols["tsc"]
+    # a run on thread 1 that starts inside a run of another task on thread 0:
+    # make it a run of that task (its switch in and out), so it overlaps itself
+    pair = next(((a, b) for a in all_runs if a[1] == 0 for b in all_runs
+                 if b[1] == 1 and b[0] != a[0] and tsc[a[2]] < tsc[b[2]] < tsc[a[3]]), None)
+    assert pair is not None, "fib 12 at 2 threads has overlapping runs on two threads"
+    (x, _, _, _), (_, _, b_in, b_out) = pair
+    cols["task"][b_in] = x
+    cols["other"][b_out] = x
+    path = write(base, cols, tmp_path / "twice.parquet")
+    r = grainlab("info", path, timeout=TIMEOUT)
+    assert_one_line_error(r, str(path), "two threads at once")
+
+
+# --- random mixes --------------------------------------------------------------
+
+def random_edit(cols, rng):
+    """One semantic edit at a random place: an id, a parent, a time, a count."""
+    n = len(cols["event"])
+    what = rng.integers(6)
+    r = int(rng.integers(n))
+    ids = cols["task"][rows(cols, S.TASK_CREATE)]
+    if what == 0:                    # a random row names another (existing) task
+        cols["task"][r] = ids[rng.integers(len(ids))]
+    elif what == 1:                  # a random row's `other` names another task
+        cols["other"][r] = ids[rng.integers(len(ids))]
+    elif what == 2:                  # a time nudged (within the thread's range)
+        cols["tsc"][r] = cols["tsc"][r] + np.uint64(rng.integers(0, 1000))
+    elif what == 3:                  # a count made huge or "negative"
+        cols["count"][r] = np.uint64(2**64 - 1 - int(rng.integers(100)))
+    elif what == 4:                  # an event code swapped for another valid one
+        cols["event"][r] = rng.integers(S.THREAD_BEGIN, S.FLUSH_END + 1)
+    else:                            # a kind (flags, status, sync kind) changed
+        cols["kind"][r] = np.uint32(rng.integers(0, 2**31))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_semantic_corruption_never_hangs_or_tracebacks(base, tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    cols = columns(base)
+    for _ in range(1 + seed % 4):
+        random_edit(cols, rng)
+    path = write(base, cols, tmp_path / f"fuzz{seed}.parquet")
+    for command in ("info", "analyze"):
+        try:
+            r = grainlab(command, "--json", path, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{command} hung on seed {seed}")
+        assert "Traceback" not in r.stderr, r.stderr
+        if r.returncode != 0:
+            assert_one_line_error(r)
+
+
+def test_the_untouched_trace_passes(base, tmp_path):
+    path = write(base, columns(base), tmp_path / "same.parquet")
+    for command in ("info", "analyze"):
+        r = grainlab(command, path, timeout=TIMEOUT)
+        assert r.returncode == 0 and r.stderr == "", (command, r.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
