@@ -17,6 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 COLLECTOR = "libgraincollect.so"
 EMPTY_TOOL = "libgrainempty.so"
 WRITER = "libgrainwriter.so"
+EXEC_HOOKS = "libgrainexec.so"
 CONVERTER = "grainlab-convert"
 
 
@@ -71,3 +72,10 @@ def converter() -> Path:
         if beside.is_file():
             return beside.resolve()
     return _existing(lib_dir() / CONVERTER, "trace converter " + CONVERTER)
+
+
+def exec_hooks_library() -> Path | None:
+    """libgrainexec.so beside the collector (record preloads it so a run that
+    exec()s stays one trace), or None when that build has none."""
+    path = collector_library().parent / EXEC_HOOKS
+    return path if path.is_file() else None

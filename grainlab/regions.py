@@ -55,9 +55,11 @@ def region_table(trace) -> pd.DataFrame:
         "team": ev["count"].to_numpy()[b][order].astype(np.int64),
         "nested": nested[order], "codeptr": codeptr[order]})
     df["duration_ns"] = df["end_ns"] - df["begin_ns"]
-    from .symbolize import symbolize
-    df["location"] = symbolize(df["codeptr"].to_numpy(np.uint64), trace.meta.get("loadmap"),
-                               np.full(len(df), "parallel", dtype=object)) if len(df) else []
+    from .symbolize import symbolize_on_threads
+    thread = ev["thread"].to_numpy()[b][order]
+    df["location"] = symbolize_on_threads(df["codeptr"].to_numpy(np.uint64), thread, trace.meta,
+                                          np.full(len(df), "parallel", dtype=object)) \
+        if len(df) else []
     df.index = pd.RangeIndex(1, len(df) + 1, name="region")
     return df
 

@@ -69,6 +69,10 @@ def summarize(trace) -> dict:
         "runtime": runtime.get("name"),
         "chunks_reported": runtime.get("chunks_reported"),
         "command": trace.meta.get("command"),
+        # a run that exec()s: the command line of every later image, in order
+        "exec_commands": [i.get("command") for i in trace.meta["images"][1:]
+                          if isinstance(i, dict)]
+        if isinstance(trace.meta.get("images"), list) else [],
         "schema_version": int(trace.meta["schema_version"]),
         "problems": list(trace.problems),
     }

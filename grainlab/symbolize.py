@@ -155,6 +155,28 @@ def symbolize(codeptrs, loadmap, constructs=None) -> np.ndarray:
     return names[inverse]
 
 
+def symbolize_on_threads(codeptrs, threads, meta: dict, constructs=None) -> np.ndarray:
+    """symbolize() with the load map of the image that ran each element: a
+    run that exec()s is one trace of several images (`meta["images"]`, each
+    with its own load map and its first thread), whose code addresses mean
+    nothing in another image's map. One image: the trace's load map."""
+    images = meta.get("images") if isinstance(meta.get("images"), list) else None
+    if not images:
+        return symbolize(codeptrs, meta.get("loadmap"), constructs)
+    codeptrs = np.asarray(codeptrs, dtype=np.uint64)
+    firsts = np.array([int(i.get("first_thread", 0)) if isinstance(i, dict) else 0
+                       for i in images])
+    which = np.clip(np.searchsorted(firsts, np.asarray(threads), side="right") - 1,
+                    0, len(images) - 1)
+    cons = None if constructs is None else np.asarray(constructs, dtype=object)
+    out = np.empty(len(codeptrs), dtype=object)
+    for k in np.unique(which):
+        m = which == k
+        image = images[k] if isinstance(images[k], dict) else {}
+        out[m] = symbolize(codeptrs[m], image.get("loadmap"), None if cons is None else cons[m])
+    return out
+
+
 def grain_locations(g, trace_meta=None) -> pd.Series:
     """One location string per grain of `g` (index = grain id), with the
     construct beside the function. A loop instance has one location: chunks
@@ -175,7 +197,8 @@ def grain_locations(g, trace_meta=None) -> pd.Series:
     if "iterations" in gr.columns:
         taskloop = (~is_chunk) & (gr["iterations"].to_numpy() >= 0)
         construct[taskloop] = "taskloop"
-    locs = symbolize(codeptr, meta.get("loadmap"), construct)
+    locs = symbolize_on_threads(codeptr, gr["thread"].to_numpy(), meta, construct) \
+        if "thread" in gr.columns else symbolize(codeptr, meta.get("loadmap"), construct)
     return pd.Series(locs, index=gr.index, name="location")
 
 

@@ -81,7 +81,8 @@ class Recorder:
     def __call__(self, name, *args, threads=2, env=None, extra=()):
         key = (name, args, threads, tuple(sorted((env or {}).items())), tuple(extra))
         if key not in self.cache:
-            out = self.tmp / f"{name}-{'_'.join(map(str, args))}-t{threads}-{len(self.cache)}.parquet"
+            label = '_'.join(map(str, args)).replace('/', '_')[-80:]
+            out = self.tmp / f"{name}-{label}-t{threads}-{len(self.cache)}.parquet"
             result = grainlab("record", "-q", "-o", out, *extra, "--",
                               self.example(name), *args,
                               env={"OMP_NUM_THREADS": str(threads), **(env or {})})

@@ -115,6 +115,38 @@ static int kv_parse(const char *buf, size_t len, uint32_t nkv, kvlist *out) {
   return off == len ? 0 : -1;
 }
 
+/* ------------------------------------------------------------ images */
+
+/* grainlab.images: one JSON object per image of an exec chain, in order:
+ * {"command": [...], "first_thread": N, "loadmap": [...]} (docs/trace-format.md). */
+static size_t images_map_at; /* where the last image's load map starts */
+
+static void append_json(char **buf, size_t *len, size_t *cap, const char *text) {
+  size_t n = strlen(text);
+  if (*len + n + 1 > *cap) {
+    *cap = (*len + n + 1) * 2;
+    *buf = realloc(*buf, *cap);
+    if (!*buf) die("out of memory");
+  }
+  memcpy(*buf + *len, text, n + 1);
+  *len += n;
+}
+
+static void append_image(char **buf, size_t *len, size_t *cap, const kvlist *kv, int comma) {
+  const char *cmd = kv_get(kv, "grainlab.command");
+  const char *first = kv_get(kv, "grainlab.spool.first_thread");
+  const char *map = kv_get(kv, "grainlab.loadmap");
+  if (comma) append_json(buf, len, cap, ", ");
+  append_json(buf, len, cap, "{\"command\": ");
+  append_json(buf, len, cap, cmd ? cmd : "null");
+  append_json(buf, len, cap, ", \"first_thread\": ");
+  append_json(buf, len, cap, first && *first ? first : "0");
+  append_json(buf, len, cap, ", \"loadmap\": ");
+  images_map_at = *len;
+  append_json(buf, len, cap, map ? map : "[]");
+  append_json(buf, len, cap, "}");
+}
+
 /* ------------------------------------------------------------ reading */
 
 static int rfd;
@@ -255,11 +287,46 @@ int main(int argc, char **argv) {
   int have_trailer = 0;
   const char *damage = 0;
   kvlist trailer = {0};
+  /* The command lines of every image of the run: an exec'd image continues
+   * the spool with a header of its own (grainlab_spool.h). */
+  size_t images_cap = 4096, images_len = 0;
+  unsigned segments = 1;
+  char *images = malloc(images_cap);
+  if (!images) die("out of memory");
+  images_len = (size_t)snprintf(images, images_cap, "[");
+  append_image(&images, &images_len, &images_cap, &meta, 0);
   while (off < file_size) {
     gl_spool_block b;
     if (read_at(&b, sizeof b, off) < sizeof b) {
       damage = "the spool ends inside a block header";
       break;
+    }
+    if (memcmp(&b, GL_SPOOL_MAGIC, 8) == 0) { /* the header of an exec'd image */
+      gl_spool_header h2;
+      if (read_at(&h2, sizeof h2, off) < sizeof h2 || h2.header_bytes < sizeof h2 ||
+          h2.header_bytes - sizeof h2 > MAX_KV_BYTES || off + h2.header_bytes > file_size) {
+        damage = "the spool ends inside an exec'd image's header";
+        break;
+      }
+      if (h2.version != h.version || h2.event_bytes != h.event_bytes ||
+          h2.ncounters != h.ncounters) {
+        damage = "an exec'd image records other counters; its events are left out";
+        break;
+      }
+      size_t len2 = h2.header_bytes - sizeof h2;
+      char *kv2 = malloc(len2 ? len2 : 1);
+      kvlist seg = {0};
+      if (!kv2 || read_at(kv2, len2, off + sizeof h2) < len2 ||
+          kv_parse(kv2, len2, h2.nkv, &seg) != 0) {
+        free(kv2);
+        damage = "corrupt header of an exec'd image";
+        break;
+      }
+      free(kv2);
+      append_image(&images, &images_len, &images_cap, &seg, 1);
+      segments++;
+      off += h2.header_bytes;
+      continue;
     }
     if (b.magic == GL_SPOOL_TRAILER_MAGIC) {
       gl_spool_trailer t;
@@ -316,6 +383,20 @@ int main(int argc, char **argv) {
     off += sizeof b + need;
   }
   free(buf);
+
+  if (segments > 1) {
+    /* The last image's load map is the fresh one its end record carries. */
+    const char *last_map = kv_get(&trailer, "grainlab.loadmap");
+    if (last_map) {
+      images_len = images_map_at;
+      images[images_len] = '\0';
+      append_json(&images, &images_len, &images_cap, last_map);
+      append_json(&images, &images_len, &images_cap, "}");
+    }
+    append_json(&images, &images_len, &images_cap, "]");
+    kv_set(&meta, "grainlab.images", images);
+  }
+  free(images);
 
   /* Metadata: header, then trailer on top, then what the spool as a whole says. */
   for (size_t i = 0; i < trailer.n; i++) kv_set(&meta, trailer.key[i], trailer.value[i]);

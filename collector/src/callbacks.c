@@ -101,6 +101,13 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
    * the barrier belongs to the region of the thread's current implicit task. */
   if (!region && t->nimplicit > 0 && t->nimplicit <= GL_NEST)
     region = t->implicit[t->nimplicit - 1].region;
+  if (endpoint == ompt_scope_begin) {
+    if (t->nsync < GL_NEST)
+      t->sync[t->nsync] = (gl_sync){id_of(task_data), region, codeptr_ra, (uint32_t)kind};
+    t->nsync++;
+  } else if (t->nsync > 0) {
+    t->nsync--;
+  }
   gl_record(t, endpoint == ompt_scope_begin ? GL_EV_SYNC_BEGIN : GL_EV_SYNC_END,
             id_of(task_data), region, codeptr_ra, 0, 0, (uint32_t)kind, 1);
 }

@@ -16,6 +16,12 @@ void gl_clock_start(void) {
   gl_clock_origin = gl_clock_raw();
 }
 
+void gl_clock_continue(uint64_t origin, uint64_t monotonic_ns, uint64_t realtime_ns) {
+  gl_clock_origin = origin;
+  start_mono_ns = monotonic_ns;
+  start_real_ns = realtime_ns;
+}
+
 void gl_clock_start_pair(uint64_t *monotonic_ns, uint64_t *realtime_ns) {
   *monotonic_ns = start_mono_ns;
   *realtime_ns = start_real_ns;

@@ -28,6 +28,9 @@ static inline uint64_t gl_clock_now(void) {
 }
 
 void gl_clock_start(void);
+/* An exec'd image continues its earlier image's clock (spool.c, "exec"):
+ * the same origin (TSC and CLOCK_MONOTONIC are machine-wide) and start pair. */
+void gl_clock_continue(uint64_t origin, uint64_t monotonic_ns, uint64_t realtime_ns);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME ns read when the clock started (tsc 0). */
 void gl_clock_start_pair(uint64_t *monotonic_ns, uint64_t *realtime_ns);
 #endif

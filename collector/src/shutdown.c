@@ -16,6 +16,7 @@
  * signal path differs only in reusing the start-up load map (the dynamic
  * loader's lock may be held) and printing fixed strings. */
 
+#include <omp-tools.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,18 +86,11 @@ static void report(int complete, const char *end_reason, int rc, double seconds)
             how, events);
 }
 
-void gl_finish(int complete, const char *end_reason, int from_signal) {
-  /* A child made by fork() inherits our hooks and state; the trace is its
-   * parent's, and the child's own end must not touch it. */
-  if (getpid() != gl_run.pid) {
-    __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST);
-    return;
-  }
-  if (__atomic_exchange_n(&finish_started, 1, __ATOMIC_ACQ_REL)) return;
-  __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST); /* callbacks record nothing more */
-  wait_for_flushes();
-  write_all_buffers();
-
+/* Append the end record: how the run (or this image) ended, the threads,
+ * exact counts, a fresh load map unless in a signal handler. A full disk
+ * overrides how it ended. Returns `complete` as written. */
+static int write_trailer(int complete, const char **reason, int from_signal) {
+  const char *end_reason = *reason;
   char threads[24], dropped[24], kept[24];
   gl_utoa(gl_thread_count(), threads, sizeof threads);
   gl_utoa(gl_spool_dropped(), dropped, sizeof dropped);
@@ -121,6 +115,70 @@ void gl_finish(int complete, const char *end_reason, int from_signal) {
     fprintf(stderr, "grainlab: cannot finish %s: its end record was not written\n",
             gl_spool_path());
   free(loadmap);
+  *reason = end_reason;
+  return complete;
+}
+
+/* ---- exec ---- */
+
+/* The image is about to be replaced (exec.c): stop recording, end what is
+ * open on every thread (implicit tasks innermost first, then the thread) as
+ * the runtime would have at its end, and append every buffer. No end record:
+ * the new image continues the spool (spool.c, "exec"). Returns 1 when it did. */
+int gl_before_exec(void) {
+  if (getpid() != gl_run.pid || !__atomic_load_n(&gl_recording, __ATOMIC_ACQUIRE) ||
+      __atomic_load_n(&finish_started, __ATOMIC_ACQUIRE))
+    return 0;
+  __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST);
+  wait_for_flushes();
+  uint32_t n = gl_thread_count();
+  for (uint32_t i = 0; i < n; i++) {
+    gl_thread *t = gl_thread_get(i);
+    if (!t || gl_flush_busy(t)) continue;
+    int own = t == gl_self_tls; /* other threads' counters are theirs to read */
+    for (int k = t->nsync - 1; k >= 0; k--) {
+      if (k >= GL_NEST) continue;
+      gl_sync *y = &t->sync[k];
+      gl_record(t, GL_EV_SYNC_END, y->task, y->region, y->codeptr, 0, 0, y->kind, own);
+    }
+    t->nsync = 0;
+    for (int k = t->nimplicit - 1; k >= 0; k--) {
+      if (k >= GL_NEST) continue;
+      gl_implicit *m = &t->implicit[k];
+      gl_record(t, GL_EV_IMPLICIT_END, m->id, 0, 0, m->index, m->team,
+                m->region ? (uint32_t)ompt_task_implicit : (uint32_t)ompt_task_initial, own);
+    }
+    t->nimplicit = 0;
+    gl_record(t, GL_EV_THREAD_END, 0, 0, 0, 0, 0, 0, 0);
+  }
+  write_all_buffers();
+  /* An end record that says "exec": the next image continues after it; if
+   * that image runs no OpenMP (or is not traced), the trace ends here, whole. */
+  const char *reason = "exec";
+  write_trailer(1, &reason, 0);
+  return 1;
+}
+
+/* exec failed and this image goes on: its trace so far is closed; say so once.
+ * The end of the run still writes the end record and converts. */
+void gl_after_failed_exec(void) {
+  if (!gl_quiet)
+    fprintf(stderr, "grainlab: exec failed; the rest of this run is not recorded\n");
+}
+
+void gl_finish(int complete, const char *end_reason, int from_signal) {
+  /* A child made by fork() inherits our hooks and state; the trace is its
+   * parent's, and the child's own end must not touch it. */
+  if (getpid() != gl_run.pid) {
+    __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST);
+    return;
+  }
+  if (__atomic_exchange_n(&finish_started, 1, __ATOMIC_ACQ_REL)) return;
+  __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST); /* callbacks record nothing more */
+  wait_for_flushes();
+  write_all_buffers();
+
+  complete = write_trailer(complete, &end_reason, from_signal);
   __atomic_store_n(&buffers_done, 1, __ATOMIC_RELEASE);
   /* The converter inherits our stderr: say our line before it may speak. */
   double seconds = 0;
@@ -179,7 +237,7 @@ static void on_exit_hook(void) {
   /* Returning from main (initial thread, no parallel region active besides the
    * initial task) is followed by libomp's finalize: leave it to that. */
   gl_thread *t = gl_self_tls;
-  if (t && t->index == 0 && t->nimplicit <= 1) return;
+  if (t && t->index == gl_spool_thread_base() && t->nimplicit <= 1) return;
   gl_finish(0, "exit", 0);
 }
 

@@ -20,6 +20,11 @@ void gl_finish(int complete, const char *end_reason, int from_signal);
 /* gl_finish has done its work (buffers and trailer written). */
 int gl_finish_is_done(void);
 
+/* exec (exec.c): close this image's part of the trace for the next image to
+ * continue; 1 when it did. After a failed exec, say the rest is untraced. */
+int gl_before_exec(void);
+void gl_after_failed_exec(void);
+
 /* Install the signal handlers (chaining to previous ones) and the exit hooks. */
 void gl_install_shutdown_hooks(void);
 #endif

@@ -32,7 +32,8 @@
 #include "clock.h"
 #include "grainlab_spool.h"
 
-extern int gl_quiet; /* tool.c: GRAINLAB_QUIET */
+extern int gl_quiet;     /* tool.c: GRAINLAB_QUIET */
+extern int gl_ncounters; /* thread_state.c */
 
 extern char **environ;
 
@@ -206,6 +207,151 @@ static int is_our_spool(int fd) {
   return n == 0 || (n == (ssize_t)sizeof magic && memcmp(magic, GL_SPOOL_MAGIC, sizeof magic) == 0);
 }
 
+/* ------------------------------------------------------------ exec
+
+ * A program that exec()s another image of itself (or another OpenMP program)
+ * is one run: the new image finds the spool its earlier image left — same
+ * process (pid and start time), unlocked since exec closed it, no end record —
+ * and continues it: a new header segment is appended instead of the file being
+ * truncated, thread indices (and with them task ids) start after the earlier
+ * images' and the clock keeps the first image's origin, so the converter reads
+ * one timeline (docs/trace-format.md, "exec"). */
+static int continuing;
+static uint32_t thread_base;
+static uint64_t first_origin, first_mono, first_real;
+
+/* This process's start time (clock ticks after boot, /proc/self/stat field
+ * 22): unchanged by exec, different for a later process that reuses the pid. */
+static uint64_t process_start(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* comm may hold spaces */
+  if (!p) return 0;
+  unsigned long long v = 0;
+  /* after ')': state(3) ppid ... starttime is the 20th field after comm */
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                    "%*d %llu", &v) != 1)
+    return 0;
+  return (uint64_t)v;
+}
+
+/* The value of `key` in a header's key/value records, as an integer (0: absent). */
+static uint64_t header_number(const char *kv, size_t len, uint32_t nkv, const char *key) {
+  size_t at = 0, klen = strlen(key);
+  for (uint32_t i = 0; i < nkv && at + 8 <= len; i++) {
+    uint32_t l[2];
+    memcpy(l, kv + at, 8);
+    if (at + 8 + (size_t)l[0] + l[1] > len) return 0;
+    if (l[0] == klen && memcmp(kv + at + 8, key, klen) == 0) {
+      char num[32];
+      size_t vl = l[1] < sizeof num - 1 ? l[1] : sizeof num - 1;
+      memcpy(num, kv + at + 8 + l[0], vl);
+      num[vl] = '\0';
+      return strtoull(num, 0, 10);
+    }
+    at += 8 + (size_t)l[0] + l[1];
+  }
+  return 0;
+}
+
+/* Is `key`'s value exactly `want`? */
+static int header_is(const char *kv, size_t len, uint32_t nkv, const char *key, const char *want) {
+  size_t at = 0, klen = strlen(key), wlen = strlen(want);
+  for (uint32_t i = 0; i < nkv && at + 8 <= len; i++) {
+    uint32_t l[2];
+    memcpy(l, kv + at, 8);
+    if (at + 8 + (size_t)l[0] + l[1] > len) return 0;
+    if (l[0] == klen && memcmp(kv + at + 8, key, klen) == 0)
+      return l[1] == wlen && memcmp(kv + at + 8 + l[0], want, wlen) == 0;
+    at += 8 + (size_t)l[0] + l[1];
+  }
+  return 0;
+}
+
+/* Does the spool (read through fd) hold earlier images of this very process,
+ * ended by exec? Walks the segments and blocks; on yes sets thread_base and
+ * the first image's clock. Any doubt (another process, an end record, a
+ * damaged tail) is a no: the spool is then replaced as always. */
+static int earlier_image_of_this_process(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size == 0) return 0;
+  uint64_t size = (uint64_t)st.st_size, off = 0, me = (uint64_t)getpid(), born = process_start();
+  uint32_t max_thread = 0;
+  uint64_t prior_events = 0, prior_dropped = 0;
+  int segments = 0, any_block = 0;
+  while (off < size) {
+    gl_spool_header h;
+    if (size - off >= sizeof h && pread(fd, &h, sizeof h, (off_t)off) == (ssize_t)sizeof h &&
+        memcmp(h.magic, GL_SPOOL_MAGIC, 8) == 0) {
+      if (h.header_bytes < sizeof h || h.header_bytes > size - off ||
+          h.header_bytes - sizeof h > (1u << 20))
+        return 0;
+      size_t kvlen = h.header_bytes - sizeof h;
+      char *kv = malloc(kvlen ? kvlen : 1);
+      if (!kv || pread(fd, kv, kvlen, (off_t)(off + sizeof h)) != (ssize_t)kvlen) {
+        free(kv);
+        return 0;
+      }
+      uint64_t pid = header_number(kv, kvlen, h.nkv, "grainlab.pid");
+      uint64_t start = header_number(kv, kvlen, h.nkv, "grainlab.spool.process_start");
+      uint64_t origin = header_number(kv, kvlen, h.nkv, "grainlab.spool.clock_origin");
+      free(kv);
+      if (pid != me || !born || start != born || h.ncounters != (uint32_t)gl_ncounters) return 0;
+      if (segments++ == 0)
+        first_origin = origin, first_mono = h.start_monotonic_ns, first_real = h.start_realtime_ns;
+      off += h.header_bytes;
+      continue;
+    }
+    gl_spool_block b;
+    if (!segments || size - off < sizeof b ||
+        pread(fd, &b, sizeof b, (off_t)off) != (ssize_t)sizeof b)
+      return 0;
+    if (b.magic == GL_SPOOL_TRAILER_MAGIC) {
+      /* an end record: only an image's "exec" one lets the run go on */
+      gl_spool_trailer tr;
+      memcpy(&tr, &b, sizeof tr);
+      if (tr.kv_bytes > (1u << 24) || sizeof tr + (uint64_t)tr.kv_bytes > size - off) return 0;
+      char *kv = malloc(tr.kv_bytes ? tr.kv_bytes : 1);
+      if (!kv || pread(fd, kv, tr.kv_bytes, (off_t)(off + sizeof tr)) != (ssize_t)tr.kv_bytes) {
+        free(kv);
+        return 0;
+      }
+      int exec_end = header_is(kv, tr.kv_bytes, tr.nkv, "grainlab.end_reason", "exec");
+      uint64_t lost = header_number(kv, tr.kv_bytes, tr.nkv, "grainlab.dropped_events");
+      free(kv);
+      if (!exec_end) return 0;
+      prior_dropped = lost; /* cumulative: each image starts from the last count */
+      off += sizeof tr + tr.kv_bytes;
+      continue;
+    }
+    if (b.magic != GL_SPOOL_BLOCK_MAGIC) return 0; /* damage */
+    prior_events += b.nevents;
+    uint64_t bytes = sizeof b + (uint64_t)b.nevents * (sizeof(gl_event_t) + 8ull * b.ncounters);
+    if (bytes > size - off) return 0;
+    if (b.thread > max_thread) max_thread = b.thread;
+    any_block = 1;
+    off += bytes;
+  }
+  if (!segments || !first_origin) return 0;
+  thread_base = any_block ? max_thread + 1 : 0;
+  /* counts go on from the earlier images' (end records say the whole run's) */
+  events = prior_events;
+  dropped = prior_dropped;
+  return 1;
+}
+
+int gl_spool_continues(void) { return continuing; }
+uint32_t gl_spool_thread_base(void) { return thread_base; }
+void gl_spool_first_clock(uint64_t *origin, uint64_t *mono, uint64_t *real) {
+  *origin = first_origin, *mono = first_mono, *real = first_real;
+}
+uint64_t gl_spool_process_start(void) { return process_start(); }
+
 int gl_spool_open(const char *output_path) {
   snprintf(out_path, sizeof out_path, "%s", output_path);
   /* grainlab writes only regular files, and only through names it made:
@@ -272,6 +418,7 @@ int gl_spool_open(const char *output_path) {
   /* The spool needs reading for its magic: O_WRONLY cannot, so reopen read-only. */
   int probe = open(spool_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   int ours = probe >= 0 && is_our_spool(probe);
+  continuing = ours && earlier_image_of_this_process(probe);
   if (probe >= 0) close(probe);
   if (!ours) {
     char why[PATH_MAX + 96];
@@ -281,6 +428,13 @@ int gl_spool_open(const char *output_path) {
   /* Our own spool, left by an earlier run on this output: replaced. The old
    * trace at the output stays until this run's is renamed over it; readers
    * (grainlab.load) wait while the spool is locked. */
+  if (continuing) {
+    /* exec'd: the earlier images' events stay; ours follow a header of ours */
+    struct stat now;
+    if (fstat(spool_fd, &now) == 0)
+      spool_bytes = claimed = reserved_end = (uint64_t)now.st_size;
+    return 1;
+  }
   if (ftruncate(spool_fd, 0) != 0) return fail_open(strerror(errno));
   return 1;
 }

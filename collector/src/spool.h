@@ -48,7 +48,12 @@ const char *gl_spool_path(void);
 uint64_t gl_spool_blocks(void);  /* blocks appended */
 uint64_t gl_spool_events(void);  /* rows in those blocks */
 uint64_t gl_spool_dropped(void); /* rows that could not be appended */
-int gl_spool_disk_full(void);     /* recording stopped: no room for the next block */
+int gl_spool_disk_full(void);
+/* exec: this image continues a spool its process's earlier image left. */
+int gl_spool_continues(void);
+uint32_t gl_spool_thread_base(void);
+void gl_spool_first_clock(uint64_t *origin, uint64_t *mono, uint64_t *real);
+uint64_t gl_spool_process_start(void);     /* recording stopped: no room for the next block */
 
 /* The child of a fork() must not keep the parent's spool locked. */
 void gl_spool_forget_in_child(void);

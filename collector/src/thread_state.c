@@ -68,6 +68,10 @@ gl_thread *gl_thread_create(void) {
   return t;
 }
 
+void gl_thread_set_base(uint32_t base) {
+  __atomic_store_n(&nthreads, base, __ATOMIC_RELEASE);
+}
+
 gl_thread *gl_thread_get(uint32_t index) {
   return index < GL_MAX_THREADS ? __atomic_load_n(&registry[index], __ATOMIC_ACQUIRE) : 0;
 }

@@ -32,6 +32,13 @@ typedef struct gl_loop {
   uint32_t work_type, team, nchunks;
 } gl_loop;
 
+/* A sync region in progress on this thread (closed by the exec hook). */
+typedef struct gl_sync {
+  uint64_t task, region;
+  const void *codeptr;
+  uint32_t kind;
+} gl_sync;
+
 typedef struct gl_thread {
   gl_event_t *events;      /* cap + 1 slots: the last is reserved for FLUSH_BEGIN */
   int64_t *counters;       /* (cap + 1) * ncounters values, row-major */
@@ -44,6 +51,8 @@ typedef struct gl_thread {
   gl_implicit implicit[GL_NEST];
   int nloops;
   gl_loop loops[GL_NEST];
+  int nsync;
+  gl_sync sync[GL_NEST];
   gl_counters_thread counter_state;
 } gl_thread;
 
@@ -55,6 +64,9 @@ extern int gl_recording; /* 0 once the trace is being closed (atomic accesses) *
 gl_thread *gl_thread_create(void); /* allocates; never on the per-event path */
 gl_thread *gl_thread_get(uint32_t index);
 uint32_t gl_thread_count(void);
+/* exec'd image: its threads are numbered after its earlier images' (their
+ * indices, and the task ids made from them, stay unique in the one trace). */
+void gl_thread_set_base(uint32_t base);
 void gl_flush_full(gl_thread *t);  /* flush.c */
 
 extern __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));

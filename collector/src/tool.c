@@ -7,6 +7,7 @@
  * on_initialize writes the spool header and registers the callbacks. */
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "callbacks.h"
+#include "exec_hooks.h"
 #include "clock.h"
 #include "grainlab_spool.h"
 #include "counters.h"
@@ -67,16 +69,22 @@ static const char *run_id_json(char *buf, size_t len) {
 }
 
 static int write_spool_header(void) {
-  char pid[24], buffer[24], run_id[72];
+  char pid[24], buffer[24], run_id[72], born[24], origin[24], first_thread[24];
+  gl_utoa(gl_spool_thread_base(), first_thread, sizeof first_thread);
+  gl_utoa(gl_spool_process_start(), born, sizeof born);
+  gl_utoa(gl_clock_origin, origin, sizeof origin);
   gl_utoa((uint64_t)gl_run.pid, pid, sizeof pid);
   gl_utoa(gl_buffer_events, buffer, sizeof buffer);
   const char *keys[] = {"grainlab.schema_version", "grainlab.command", "grainlab.pid",
                         "grainlab.counters",       "grainlab.runtime", "grainlab.topology",
                         "grainlab.loadmap",        "grainlab.buffer_events",
-                        "grainlab.collector",      "grainlab.run_id"};
+                        "grainlab.collector",      "grainlab.run_id",
+                        "grainlab.spool.process_start", "grainlab.spool.clock_origin",
+                        "grainlab.spool.first_thread"};
   const char *values[] = {"1", gl_run.command_json, pid, gl_counters_metadata_json(),
                           gl_run.runtime_json, gl_run.topology_json, gl_run.loadmap_json,
-                          buffer, GL_COLLECTOR_VERSION, run_id_json(run_id, sizeof run_id)};
+                          buffer, GL_COLLECTOR_VERSION, run_id_json(run_id, sizeof run_id),
+                          born, origin, first_thread};
   _Static_assert(sizeof keys / sizeof keys[0] == sizeof values / sizeof values[0],
                  "header keys and values");
   return gl_spool_write_header(gl_ncounters, gl_counters_names(), sizeof keys / sizeof keys[0],
@@ -90,6 +98,11 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
   ompt_set_callback_t set = (ompt_set_callback_t)lookup("ompt_set_callback");
   if (!set) return 0;
   gl_clock_start();
+  if (gl_spool_continues()) {
+    uint64_t origin, mono, real;
+    gl_spool_first_clock(&origin, &mono, &real);
+    gl_clock_continue(origin, mono, real);
+  }
   gl_run.pid = (int)getpid();
   gl_run.command_json = gl_meta_command_json();
   gl_run.topology_json = gl_meta_topology_json();
@@ -102,6 +115,12 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
            "\"chunks_reported\": %s}",
            name, runtime_ompt_version, callbacks, chunks ? "true" : "false");
   if (!write_spool_header()) return 0; /* one line printed; run untraced */
+  /* exec: libgrainexec.so, when preloaded, calls us through this table. */
+  gl_exec_hooks *hooks = (gl_exec_hooks *)dlsym(RTLD_DEFAULT, GL_EXEC_HOOKS_SYMBOL);
+  if (hooks) {
+    __atomic_store_n(&hooks->failed, gl_after_failed_exec, __ATOMIC_RELEASE);
+    __atomic_store_n(&hooks->before, gl_before_exec, __ATOMIC_RELEASE);
+  }
   gl_install_shutdown_hooks();
   __atomic_store_n(&gl_recording, 1, __ATOMIC_SEQ_CST);
   return 1;
@@ -165,6 +184,7 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
   /* Fail fast: create (and lock) the spool now rather than lose the run at
    * the first flush. This also removes a stale trace at the output path. */
   if (!gl_spool_open(gl_run.output_path)) return 0;
+  if (gl_spool_continues()) gl_thread_set_base(gl_spool_thread_base());
   snprintf(runtime_name, sizeof runtime_name, "%s", runtime_version ? runtime_version : "");
   runtime_ompt_version = omp_version;
   return &result;

@@ -56,6 +56,8 @@ def render(s: dict) -> str:
     lines = [
         f"trace      {s['path']}",
         f"command    {' '.join(s['command']) if isinstance(s['command'], list) else s['command']}",
+        *[f"exec'd     {' '.join(map(str, c)) if isinstance(c, list) else c}"
+          for c in s.get("exec_commands", [])],
         f"status     {'complete' if s['complete'] else 'INCOMPLETE'} ({s['end_reason']})",
         f"runtime    {s['runtime'] or 'unknown'}",
         f"duration   {ms:.3f} ms over {s['threads']} thread(s)",

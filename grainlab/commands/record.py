@@ -140,6 +140,11 @@ def run(args) -> int:
         # its own program wrote, never on another run's
         "GRAINLAB_RUN_ID": run_id,
     })
+    hooks = _paths.exec_hooks_library()
+    if hooks is not None:
+        # exec(): the image about to be replaced appends its buffers first, so
+        # a run that execs stays one whole trace (collector/src/exec.c)
+        env["LD_PRELOAD"] = " ".join(p for p in (str(hooks), env.get("LD_PRELOAD", "")) if p)
     if counters is not None:
         env["GRAINLAB_COUNTERS"] = counters
     if args.buffer_events is not None:

@@ -610,6 +610,16 @@ class _Builder:
         ok = (self.ctx_waiter[imp] >= 0) & (self.last_node[imp] >= 0)
         add(self.last_node[imp][ok], self.ctx_waiter[imp][ok], SYNCHRONIZATION)
 
+        # a run that exec()s has one initial task per image, one after the
+        # other: each image continues where the one before it ended
+        init = np.flatnonzero(self.is_initial)
+        if len(init) > 1:
+            first, last = self.first_node[init], self.last_node[init]
+            ok = (first >= 0) & (last >= 0)
+            first, last = first[ok], last[ok]
+            o = np.argsort(first, kind="stable")
+            add(last[o][:-1], first[o][1:], CONTINUATION)
+
         dsrc, ddst = self._dependences()
         ok = (self.last_node[dsrc] >= 0) & (self.first_node[ddst] >= 0) & (dsrc != ddst)
         add(self.last_node[dsrc][ok], self.first_node[ddst][ok], DEPENDENCE)

@@ -1,0 +1,12 @@
+/* exec_hooks.h — the table through which libgrainexec.so (exec.c, preloaded)
+ * reaches the collector, which fills it in at start-up (tool.c). */
+#ifndef GRAINLAB_EXEC_HOOKS_H
+#define GRAINLAB_EXEC_HOOKS_H
+
+typedef struct gl_exec_hooks {
+  int (*before)(void);  /* the image is about to be replaced: 1 if the trace was closed */
+  void (*failed)(void); /* exec returned: it failed, after `before` closed the trace */
+} gl_exec_hooks;
+
+#define GL_EXEC_HOOKS_SYMBOL "grainlab_exec_hooks"
+#endif
