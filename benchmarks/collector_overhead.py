@@ -4,7 +4,9 @@ with a good cutoff, each run
 
   app      alone
   empty    under libgrainempty.so (an OMPT tool whose callbacks do nothing: the floor)
-  time     under the collector, time only
+  inline   under the collector, time only, each thread writing its own full
+           buffers (GRAINLAB_WRITER=0: how it was before the writer thread)
+  time     under the collector, time only (full buffers go to the writer thread)
   counters under the collector with software counters (task-clock,context-switches)
 
 The collector spools raw events during the run and the Parquet trace is
@@ -48,8 +50,8 @@ import pyarrow.parquet as pq  # noqa: E402
 from grainlab import _paths  # noqa: E402
 from grainlab.spool import is_locked, spool_of  # noqa: E402
 
-CONFIGS = ("app", "empty", "time", "counters")
-TRACED = ("time", "counters")
+CONFIGS = ("app", "empty", "inline", "time", "counters")
+TRACED = ("inline", "time", "counters")
 COUNTERS = "task-clock,context-switches"
 TARGETS = {"per-call": 1.25, "cutoff": 1.02}
 BYTES_TARGET = 8.0
@@ -103,11 +105,34 @@ def environment(config, threads, trace, buffer_events, convert="background") -> 
                    GRAINLAB_BUFFER_EVENTS=str(buffer_events), GRAINLAB_CONVERT=convert)
         if config == "counters":
             env["GRAINLAB_COUNTERS"] = COUNTERS
+        if config == "inline":
+            env["GRAINLAB_WRITER"] = "0"
     return env
 
 
+def longest_stall_ms(trace: Path) -> float:
+    """The longest time any application thread waited in a flush (FLUSH_BEGIN
+    to its FLUSH_END): with the writer thread, only when its pool was full."""
+    import json
+    import numpy as np
+    from grainlab import schema as S
+    f = pq.ParquetFile(trace)
+    hz = float(json.loads(f.metadata.metadata[b"grainlab.clock"])["hz"])
+    t = f.read(columns=["event", "thread", "tsc"])
+    ev, th, tsc = (t.column(c).to_numpy() for c in ("event", "thread", "tsc"))
+    flush = np.flatnonzero((ev == S.FLUSH_BEGIN) | (ev == S.FLUSH_END))
+    o = np.lexsort((tsc[flush], th[flush]))
+    rows = flush[o]
+    begin = (ev[rows][:-1] == S.FLUSH_BEGIN) & (ev[rows][1:] == S.FLUSH_END) \
+        & (th[rows][:-1] == th[rows][1:])
+    if not begin.any():
+        return 0.0
+    gaps = tsc[rows][1:][begin].astype(np.int64) - tsc[rows][:-1][begin].astype(np.int64)
+    return float(gaps.max()) * 1e3 / hz
+
+
 def measure(name, argv, reps, threads, buffer_events, tmp):
-    r = {c: {"wall": [], "cpu": [], "conv": [], "rss": 0} for c in CONFIGS}
+    r = {c: {"wall": [], "cpu": [], "conv": [], "rss": 0, "stall": 0.0} for c in CONFIGS}
     files = {c: tmp / f"{name}-{c}.parquet" for c in CONFIGS}
     for _ in range(reps):
         for config in CONFIGS:
@@ -118,6 +143,7 @@ def measure(name, argv, reps, threads, buffer_events, tmp):
             r[config]["rss"] = max(r[config]["rss"], rss)
             if config in TRACED:
                 r[config]["conv"].append(wait_ready(files[config]))
+                r[config]["stall"] = max(r[config]["stall"], longest_stall_ms(files[config]))
     for c in CONFIGS:
         f = files[c]
         r[c]["events"] = pq.ParquetFile(f).metadata.num_rows if f.exists() else 0
@@ -138,6 +164,27 @@ def converter_memory(argv, threads, buffer_events, tmp, name):
             "events": pq.ParquetFile(trace).metadata.num_rows}
 
 
+def slow_disk(argv, threads, buffer_events, tmp, reps):
+    """A disk that stalls: every 4th spool write sleeps 30 ms (the page-cache
+    throttling seen on long runs, made repeatable by build/tests/
+    libslowwritev.so). Longest application stall and wall, inline vs writer."""
+    slow = _paths.build_dir() / "tests" / "libslowwritev.so"
+    out = {}
+    for config in ("inline", "time"):
+        walls, stalls = [], []
+        for _ in range(reps):
+            trace = tmp / f"slow-{config}.parquet"
+            env = environment(config, threads, trace, buffer_events)
+            env.update(LD_PRELOAD=str(slow), GL_SLOW_WRITEV_FROM="2", GL_SLOW_WRITEV_COUNT="4",
+                       GL_SLOW_WRITEV_MS="30")
+            wall, _, _ = timed(argv, env, tmp)
+            wait_ready(trace)
+            walls.append(wall)
+            stalls.append(longest_stall_ms(trace))
+        out[config] = (statistics.median(walls), max(stalls))
+    return out
+
+
 def paired_ratio(r, config, key="wall") -> float:
     """Median over repetitions of (config / app in the same repetition)."""
     return statistics.median(t / a for t, a in zip(r[config][key], r["app"][key]))
@@ -146,7 +193,7 @@ def paired_ratio(r, config, key="wall") -> float:
 def table(rows):
     header = (f"{'workload':<16}{'config':<10}{'best s':>8}{'med s':>8}{'x best':>8}"
               f"{'x med':>7}{'x pair':>7}{'cpu s':>7}{'x cpu':>7}{'+conv s':>9}{'events':>10}"
-              f"{'B/event':>8}{'app MiB':>8}")
+              f"{'B/event':>8}{'app MiB':>8}{'stall ms':>9}")
     lines = [header, "-" * len(header)]
     for workload, r in rows:
         base_best, base_med = min(r["app"]["wall"]), statistics.median(r["app"]["wall"])
@@ -158,10 +205,11 @@ def table(rows):
             ev = str(x["events"]) if x["events"] else "-"
             bpe = f"{x['bytes'] / x['events']:.2f}" if x["events"] else "-"
             xcpu = f"{cpu / base_cpu:.3f}" if base_cpu >= 0.02 else "-"
+            stall = f"{x['stall']:.2f}" if c in TRACED else "-"
             lines.append(f"{workload:<16}{c:<10}{best:>8.3f}{med:>8.3f}{best / base_best:>8.3f}"
                          f"{med / base_med:>7.3f}{paired_ratio(r, c):>7.3f}{cpu:>7.3f}"
                          f"{xcpu:>7}{conv:>9}"
-                         f"{ev:>10}{bpe:>8}{x['rss'] / 1024:>8.1f}")
+                         f"{ev:>10}{bpe:>8}{x['rss'] / 1024:>8.1f}{stall:>9}")
     return "\n".join(lines)
 
 
@@ -192,6 +240,8 @@ def main():
                                         args.buffer_events, tmp, key)
                   for key, label in (("per-call", f"fib {args.per_call}"),
                                      ("per-call-long", f"fib {args.per_call_long}"))}
+        slow = slow_disk([fib, *args.per_call.split()], args.threads, args.buffer_events, tmp,
+                         max(1, args.reps // 2))
     print(f"threads={args.threads} buffer_events={args.buffer_events} reps={args.reps} "
           f"(long run: {long_reps}); ratios vs the app alone; +conv s = extra time until "
           "the Parquet trace is ready; load average "
@@ -205,6 +255,11 @@ def main():
         print(f"{key:<22}{m['events']:>11}{m['app_rss'] / 1024:>9.1f}"
               f"{m['spool'] / 2**20:>10.1f}{m['conv_s']:>8.2f}"
               f"{1e9 * m['conv_s'] / m['events']:>11.0f}{m['conv_rss'] / 1024:>9.1f}")
+
+    print()
+    print(f"slow disk (4 spool writes of fib {args.per_call} sleep 30 ms each): "
+          + "; ".join(f"{c}: app wall {w:.3f} s, longest app stall {st:.1f} ms"
+                      for c, (w, st) in slow.items()))
 
     def ratio(key, config="time"):
         return paired_ratio(results[key], config)
@@ -232,7 +287,9 @@ def main():
           f"<= {BYTES_TARGET:g}); app memory +{extra_short:.0f} MiB -> +{extra_long:.0f} MiB "
           f"for {growth:.1f}x the events ({'bounded' if bounded else 'GROWS'}); counters "
           f"per-call {ratio('per-call', 'counters'):.2f}x, empty tool "
-          f"{ratio('per-call', 'empty'):.2f}x, fixed cost "
+          f"{ratio('per-call', 'empty'):.2f}x, inline writes (no writer thread) "
+          f"{ratio('per-call', 'inline'):.2f}x, longest stall {results['per-call']['time']['stall']:.1f} "
+          f"ms (inline {results['per-call']['inline']['stall']:.1f} ms), fixed cost "
           f"{1e3 * (min(fixed['time']['wall']) - min(fixed['app']['wall'])):.0f} ms")
 
 

@@ -8,6 +8,7 @@
 #include "flush.h"
 #include "shutdown.h"
 #include "spool.h"
+#include "writer.h"
 
 /* The run is ending (gl_finish has started): its code writes every buffer,
  * this one included, so the thread leaves it alone and waits (bounded) until
@@ -17,6 +18,33 @@ static void leave_buffer_to_shutdown(gl_thread *t) {
   struct timespec pause = {0, 1000000};
   for (int i = 0; i < 5000 && !gl_finish_is_done(); i++) nanosleep(&pause, 0);
   __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
+}
+
+/* Give the full buffer to the writer thread and go on in a buffer of the
+ * pool that is not queued; wait only if there is none (a stall, which the
+ * FLUSH_BEGIN .. FLUSH_END rows around this record). */
+static void hand_over(gl_thread *t, uint32_t n) {
+  int k = t->current;
+  t->pool_n[k] = n;
+  t->pool_seq[k] = ++t->handed;
+  __atomic_store_n(&t->pool_state[k], GL_BUF_QUEUED, __ATOMIC_RELEASE);
+  gl_writer_wake();
+  struct timespec pause = {0, 20000};
+  for (;;) {
+    for (int j = 1; j < gl_pool_size; j++) {
+      int c = (k + j) % gl_pool_size;
+      if (c != k && __atomic_load_n(&t->pool_state[c], __ATOMIC_ACQUIRE) == GL_BUF_OWNED) {
+        t->current = c;
+        t->events = t->pool_events[c];
+        t->counters = t->pool_counters[c];
+        __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
+        return;
+      }
+    }
+    /* The pool is full: write our own oldest buffers now unless the writer
+     * is at it (then it is about to free one). */
+    if (gl_writer_drain_thread(t) < 0) nanosleep(&pause, 0);
+  }
 }
 
 /* Called on the thread whose buffer is full (from gl_record_at). The reserved
@@ -44,8 +72,12 @@ void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
     pthread_sigmask(SIG_SETMASK, &old, 0);
     return;
   }
-  gl_spool_append_block(t->index, t->events, t->counters, n);
-  __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
+  if (gl_writer_running()) {
+    hand_over(t, n);
+  } else {
+    gl_spool_append_block(t->index, t->events, t->counters, n);
+    __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
+  }
   __atomic_store_n(&t->flushing, 0, __ATOMIC_SEQ_CST);
   pthread_sigmask(SIG_SETMASK, &old, 0);
   gl_record(t, GL_EV_FLUSH_END, 0, 0, 0, 0, 0, 0, 1);

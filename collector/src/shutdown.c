@@ -31,6 +31,7 @@
 #include "shutdown.h"
 #include "spool.h"
 #include "thread_state.h"
+#include "writer.h"
 
 extern int gl_quiet;
 gl_run_info gl_run;
@@ -131,6 +132,7 @@ int gl_before_exec(void) {
     return 0;
   __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST);
   wait_for_flushes();
+  gl_writer_stop(); /* what the writer thread holds goes first, in order */
   uint32_t n = gl_thread_count();
   for (uint32_t i = 0; i < n; i++) {
     gl_thread *t = gl_thread_get(i);
@@ -176,6 +178,7 @@ void gl_finish(int complete, const char *end_reason, int from_signal) {
   if (__atomic_exchange_n(&finish_started, 1, __ATOMIC_ACQ_REL)) return;
   __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST); /* callbacks record nothing more */
   wait_for_flushes();
+  gl_writer_stop(); /* what the writer thread holds goes first, in order */
   write_all_buffers();
 
   complete = write_trailer(complete, &end_reason, from_signal);
@@ -251,6 +254,7 @@ __attribute__((destructor)) static void on_unload(void) {
  * parent's, and it must not hold the parent's spool lock. */
 static void on_fork_child(void) {
   __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST);
+  gl_writer_forget_in_child();
   gl_spool_forget_in_child();
 }
 

@@ -10,6 +10,7 @@
 
 int gl_ncounters;
 uint32_t gl_buffer_events = GL_BUFFER_EVENTS_DEFAULT;
+int gl_pool_size = 2;
 int gl_recording;
 
 __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
@@ -36,6 +37,13 @@ static void give_signal_stack(void) {
 /* Set on a thread that could not get a state, so it does not retry per event. */
 static __thread int untraced __attribute__((tls_model("initial-exec")));
 
+void gl_pool_configure(void) {
+  size_t slots = (size_t)gl_buffer_events + 1;
+  size_t bytes = slots * (sizeof(gl_event_t) + (size_t)gl_ncounters * sizeof(int64_t));
+  size_t fit = GL_POOL_BYTES / bytes;
+  gl_pool_size = fit < 2 ? 2 : fit > GL_POOL ? GL_POOL : (int)fit;
+}
+
 gl_thread *gl_thread_create(void) {
   if (untraced) return 0;
   untraced = 1;
@@ -49,10 +57,15 @@ gl_thread *gl_thread_create(void) {
   }
   gl_thread *t = calloc(1, sizeof *t);
   size_t slots = (size_t)gl_buffer_events + 1;
-  if (t) t->events = malloc(slots * sizeof *t->events);
-  if (t && gl_ncounters)
-    t->counters = malloc(slots * (size_t)gl_ncounters * sizeof *t->counters);
-  if (!t || !t->events || (gl_ncounters && !t->counters)) {
+  int ok = t != 0;
+  for (int k = 0; ok && k < gl_pool_size; k++) {
+    t->pool_events[k] = malloc(slots * sizeof *t->events);
+    if (gl_ncounters)
+      t->pool_counters[k] = malloc(slots * (size_t)gl_ncounters * sizeof *t->counters);
+    ok = t->pool_events[k] && (!gl_ncounters || t->pool_counters[k]);
+  }
+  if (t) t->events = t->pool_events[0], t->counters = t->pool_counters[0];
+  if (!ok) {
     static int warned;
     if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
       fprintf(stderr, "grainlab: out of memory for a thread buffer; thread not traced\n");

@@ -39,9 +39,25 @@ typedef struct gl_sync {
   uint32_t kind;
 } gl_sync;
 
+/* Buffers per thread: the one being filled and the ones handed to the writer
+ * thread (writer.c). A thread waits only when all are still being written.
+ * gl_pool_size of them: as many as fit in GL_POOL_BYTES, 2 to GL_POOL. */
+#define GL_POOL 8
+#define GL_POOL_BYTES (8u << 20)
+enum { GL_BUF_OWNED = 0, GL_BUF_QUEUED = 1, GL_BUF_WRITING = 2 };
+
 typedef struct gl_thread {
   gl_event_t *events;      /* cap + 1 slots: the last is reserved for FLUSH_BEGIN */
   int64_t *counters;       /* (cap + 1) * ncounters values, row-major */
+  gl_event_t *pool_events[GL_POOL];
+  int64_t *pool_counters[GL_POOL];
+  uint32_t pool_n[GL_POOL];   /* rows of a handed-off buffer */
+  uint64_t pool_seq[GL_POOL]; /* hand-off order: the writer keeps it */
+  int pool_state[GL_POOL];    /* GL_BUF_* (atomic) */
+  int current;                /* the pool buffer being filled */
+  int wlock;                  /* held by whoever appends this thread's buffers (atomic):
+                               * one writer per thread keeps its blocks in order */
+  uint64_t handed;            /* buffers handed off so far */
   uint32_t pos;            /* events recorded in the current buffer */
   uint32_t cap;
   uint32_t index;          /* collector thread index (column `thread`) */
@@ -59,6 +75,7 @@ typedef struct gl_thread {
 /* Configuration and run state, set once in ompt_start_tool. */
 extern int gl_ncounters;
 extern uint32_t gl_buffer_events;
+extern int gl_pool_size;
 extern int gl_recording; /* 0 once the trace is being closed (atomic accesses) */
 
 gl_thread *gl_thread_create(void); /* allocates; never on the per-event path */
@@ -67,6 +84,9 @@ uint32_t gl_thread_count(void);
 /* exec'd image: its threads are numbered after its earlier images' (their
  * indices, and the task ids made from them, stay unique in the one trace). */
 void gl_thread_set_base(uint32_t base);
+/* How many buffers each thread gets (gl_pool_size), once the buffer size and
+ * counters are known. */
+void gl_pool_configure(void);
 void gl_flush_full(gl_thread *t);  /* flush.c */
 
 extern __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "callbacks.h"
 #include "exec_hooks.h"
+#include "writer.h"
 #include "clock.h"
 #include "grainlab_spool.h"
 #include "counters.h"
@@ -115,6 +116,7 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
            "\"chunks_reported\": %s}",
            name, runtime_ompt_version, callbacks, chunks ? "true" : "false");
   if (!write_spool_header()) return 0; /* one line printed; run untraced */
+  gl_writer_start();
   /* exec: libgrainexec.so, when preloaded, calls us through this table. */
   gl_exec_hooks *hooks = (gl_exec_hooks *)dlsym(RTLD_DEFAULT, GL_EXEC_HOOKS_SYMBOL);
   if (hooks) {
@@ -181,6 +183,7 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
   int n = gl_counters_init(getenv("GRAINLAB_COUNTERS"));
   if (n < 0) return 0; /* gl_counters_init printed the one-line reason */
   gl_ncounters = n;
+  gl_pool_configure();
   /* Fail fast: create (and lock) the spool now rather than lose the run at
    * the first flush. This also removes a stale trace at the output path. */
   if (!gl_spool_open(gl_run.output_path)) return 0;

@@ -1,0 +1,134 @@
+/* writer.c — the writer thread: the application never waits for I/O.
+ *
+ * A thread whose buffer fills hands it over (flush.c) and goes on filling
+ * another buffer of its pool (GL_POOL per thread); this thread appends the
+ * handed-over buffers to the spool, each thread's in the order they were
+ * handed over. An application thread waits only when every buffer of its
+ * pool is still queued or being written — the FLUSH_BEGIN .. FLUSH_END rows
+ * around the hand-over then record that stall, and the analysis discounts it.
+ *
+ * The writer sleeps on a futex when there is nothing to write; a hand-over
+ * costs one atomic increment and one FUTEX_WAKE. It blocks every signal, so a
+ * handler never runs on it. GRAINLAB_WRITER=0 turns it off (each thread then
+ * writes its own buffers, as before: for comparison). */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "spool.h"
+#include "thread_state.h"
+#include "writer.h"
+
+static pthread_t writer;
+static int running;  /* the writer thread exists and takes buffers (atomic) */
+static int stopping; /* gl_writer_stop asked it to end (atomic) */
+static int stopped;  /* it has ended (atomic) */
+static int work_seq; /* bumped at every hand-over: the futex word */
+
+static void futex_wait(int *word, int seen, long ns) {
+  struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, &ts, 0, 0);
+}
+
+static void futex_wake(int *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0); }
+
+/* Append every queued buffer of `t`, oldest first, if nobody else is
+ * appending t's buffers right now (t->wlock: one appender per thread keeps
+ * its blocks in order in the spool). Returns how many, or -1 when another
+ * appender holds the thread. Called by the writer thread, by an application
+ * thread whose pool is full (it then writes its own oldest buffer rather than
+ * wait for a writer busy elsewhere: never worse than writing inline), and by
+ * the end of the run. */
+int gl_writer_drain_thread(gl_thread *t) {
+  int unlocked = 0;
+  if (!__atomic_compare_exchange_n(&t->wlock, &unlocked, 1, 0, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED))
+    return -1;
+  int done = 0;
+  for (;;) {
+    int pick = -1;
+    for (int k = 0; k < gl_pool_size; k++)
+      if (__atomic_load_n(&t->pool_state[k], __ATOMIC_ACQUIRE) == GL_BUF_QUEUED &&
+          (pick < 0 || t->pool_seq[k] < t->pool_seq[pick]))
+        pick = k;
+    if (pick < 0) break;
+    __atomic_store_n(&t->pool_state[pick], GL_BUF_WRITING, __ATOMIC_RELEASE);
+    gl_spool_append_block(t->index, t->pool_events[pick], t->pool_counters[pick],
+                          t->pool_n[pick]);
+    __atomic_store_n(&t->pool_state[pick], GL_BUF_OWNED, __ATOMIC_RELEASE);
+    done++;
+  }
+  __atomic_store_n(&t->wlock, 0, __ATOMIC_RELEASE);
+  return done;
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    int seen = __atomic_load_n(&work_seq, __ATOMIC_ACQUIRE);
+    int done = 0;
+    uint32_t n = gl_thread_count();
+    for (uint32_t i = 0; i < n; i++) {
+      gl_thread *t = gl_thread_get(i);
+      if (t && gl_writer_drain_thread(t) > 0) done++;
+    }
+    if (done) continue;
+    if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) break;
+    futex_wait(&work_seq, seen, 100000000L); /* 100 ms: a lost wake costs no more */
+  }
+  __atomic_store_n(&stopped, 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
+void gl_writer_start(void) {
+  const char *off = getenv("GRAINLAB_WRITER");
+  if (off && strcmp(off, "0") == 0) return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer inherits: no handler on it */
+  int rc = pthread_create(&writer, 0, writer_main, 0);
+  pthread_sigmask(SIG_SETMASK, &old, 0);
+  if (rc != 0) return; /* threads write their own buffers */
+  pthread_setname_np(writer, "grainlab-write");
+  pthread_detach(writer);
+  __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
+}
+
+int gl_writer_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
+
+void gl_writer_wake(void) {
+  __atomic_add_fetch(&work_seq, 1, __ATOMIC_RELEASE);
+  futex_wake(&work_seq);
+}
+
+/* End the writer once what is queued is written (bounded: 10 s), from normal
+ * code or a signal handler (only atomics, futex and nanosleep). Then write
+ * whatever is still queued from here. Threads hand nothing over afterwards. */
+void gl_writer_stop(void) {
+  if (__atomic_exchange_n(&running, 0, __ATOMIC_ACQ_REL)) {
+    __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
+    gl_writer_wake();
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; i < 10000 && !__atomic_load_n(&stopped, __ATOMIC_ACQUIRE); i++) {
+      gl_writer_wake();
+      nanosleep(&pause, 0);
+    }
+  }
+  uint32_t n = gl_thread_count();
+  struct timespec pause = {0, 1000000};
+  for (uint32_t i = 0; i < n; i++) {
+    gl_thread *t = gl_thread_get(i);
+    /* another appender (a thread writing its own) finishes first (bounded) */
+    for (int k = 0; t && k < 5000 && gl_writer_drain_thread(t) < 0; k++) nanosleep(&pause, 0);
+  }
+}
+
+void gl_writer_forget_in_child(void) {
+  /* fork(): the child has no writer thread and records nothing */
+  __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,12 @@
+/* writer.h — the writer thread that appends handed-over buffers (writer.c). */
+#ifndef GRAINLAB_WRITER_H
+#define GRAINLAB_WRITER_H
+#include "thread_state.h"
+
+void gl_writer_start(void);              /* at initialisation; GRAINLAB_WRITER=0: none */
+int gl_writer_running(void);             /* buffers can be handed over */
+void gl_writer_wake(void);               /* a buffer was handed over */
+int gl_writer_drain_thread(gl_thread *t); /* write t's queued buffers, oldest first */
+void gl_writer_stop(void);               /* write everything queued, end the writer */
+void gl_writer_forget_in_child(void);
+#endif
