@@ -7,11 +7,13 @@ level of grains (tasks and loop chunks).
     t.chunks()     # one row per loop chunk
     a = gl.analyze("fib.parquet")   # the grain graph, metrics, problems (grainlab.analysis)
     a.grains; a.problems(); a.by_location(); a.summary
+    gl.characterize(["a.parquet", "traces/"])   # one row of properties per trace
 """
 from .errors import GrainlabError, TraceError
 from .analysis import Analysis, Comparison, analyze, open
 from .trace import Trace, load
+from .characterize import characterize
 
 __version__ = "0.1.0"
 __all__ = ["load", "Trace", "analyze", "open", "Analysis", "Comparison", "GrainlabError",
-           "TraceError", "__version__"]
+           "TraceError", "characterize", "__version__"]
