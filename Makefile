@@ -101,6 +101,8 @@ build: $(BUILD)/CMakeCache.txt
 # pytest's own summary is the last line on success. Exit 5 ("no tests ran")
 # is a failure here, never a silent pass.
 test: build
+	@echo "==> $(VENV)/bin/ruff check (pyproject.toml [tool.ruff])"
+	$(VENV)/bin/ruff check grainlab tests benchmarks
 	@echo "==> $(VENV)/bin/pytest -q tests"
 	@status=0; $(VENV)/bin/pytest -q -rfEs $(PYTEST_ARGS) tests || status=$$?; \
 	case $$status in \

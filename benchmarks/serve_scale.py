@@ -94,7 +94,7 @@ def measure(trace: Path, d) -> dict:
             t2 = time.perf_counter()
             box.send_keys(th + "\n")
             # the count line names the threshold it was computed for
-            wait(lambda: count(d).rstrip().endswith(f" {th}"))
+            wait(lambda th=th: count(d).rstrip().endswith(f" {th}"))
             lat.append(time.perf_counter() - t2)
         lod = d.find_element("id", "lod").text.strip(" ·")
         return {"ready": ready, "first": first, "threshold": lat[0], "again": lat[1],

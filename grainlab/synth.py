@@ -597,7 +597,7 @@ def _loop_trace(chunks: int, P: int, timing: Timing, rng, chunk_size: int = 4):
               kind=S.TASK_IMPLICIT, gap=200)
         r.add(event=S.WORK_BEGIN, task=implicit[k], other=region_id, count=iterations,
               kind=S.WORK_LOOP_DYNAMIC, codeptr=code + 0x20, gap=timing.bookkeeping_ns)
-        first_chunk = r.add(len(mine), event=S.CHUNK, task=implicit[k], other=region_id,
+        r.add(len(mine), event=S.CHUNK, task=implicit[k], other=region_id,
                             value=mine * chunk_size, count=chunk_size, kind=S.DISPATCH_LOOP_CHUNK,
                             gap=dur[mine])
         r.add(event=S.WORK_END, task=implicit[k], other=region_id, kind=S.WORK_LOOP_DYNAMIC,

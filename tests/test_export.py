@@ -117,7 +117,7 @@ def check_graphml(g, path):
     owners = nodes["grain"].to_numpy()
     G_count = len(g.grains)
     identity = g.grains["identity"].tolist() + g.contexts["identity"].tolist()
-    for n, owner, typ in zip(ids, owners, got_type):
+    for n, owner, _typ in zip(ids, owners, got_type):
         if owner >= 0:
             assert G.nodes[n]["identity"] == identity[owner]
     numeric = [c for c in g.grains.columns

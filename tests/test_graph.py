@@ -155,7 +155,8 @@ def test_undeferred_and_included_tasks_do_not_change_the_shape(record, threads):
     a = g.grains[cols].sort_values("identity").reset_index(drop=True)
     b = ref.grains[cols].sort_values("identity").reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
-    wk = lambda gr: sorted(gr.nodes["join_kind"].to_numpy()[gr.grains["join"].to_numpy()].astype(str))
+    def wk(gr):
+        return sorted(gr.nodes["join_kind"].to_numpy()[gr.grains["join"].to_numpy()].astype(str))
     assert wk(g) == wk(ref)
     if threads == 1:
         assert g.grains["undeferred"].all()

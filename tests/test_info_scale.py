@@ -4,7 +4,6 @@ with the tree's depth (peak memory is checked, never time)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 

@@ -194,7 +194,9 @@ def test_interval_counts_and_grain_minimum_against_brute_force(seed):
         t = int(rng.integers(0, 60))
         for _ in range(int(rng.integers(1, 4))):
             d = int(rng.integers(0, 15))
-            grain.append(gid); start.append(t); end.append(t + d)
+            grain.append(gid)
+            start.append(t)
+            end.append(t + d)
             t += d + int(rng.integers(0, 5))
     grain, start, end = map(np.array, (grain, start, end))
     horizon = int(end.max())

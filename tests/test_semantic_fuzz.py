@@ -86,22 +86,6 @@ def id_reused(c):
     return "created twice"
 
 
-def two_threads_at_once(c):
-    sched = rows(c, S.TASK_SCHEDULE)
-    cr, ids, _ = creates(c)
-    on0 = [r for r in sched if c["thread"][r] == 0 and c["task"][r] in set(ids)]
-    on1 = [r for r in sched if c["thread"][r] == 1 and c["task"][r] in set(ids)]
-    x, y = c["task"][on0[3]], c["task"][on1[3]]
-    # y's runs on thread 1 become x's: x then runs on both threads
-    for r in sched:
-        if c["thread"][r] == 1:
-            if c["task"][r] == y:
-                c["task"][r] = x
-            if c["other"][r] == y:
-                c["other"][r] = x
-    return ""                 # named as two threads at once or as an orphan end: any line
-
-
 def negative_count(c):
     par = rows(c, S.PARALLEL_BEGIN)
     c["count"][par[0]] = np.uint64(2**64 - 3)          # -3 written as unsigned
@@ -114,8 +98,9 @@ def huge_count(c):
     return "not a count"
 
 
-CASES = [self_parent, parent_cycle, child_before_parent, id_reused, two_threads_at_once,
-         negative_count, huge_count]
+CASES = [self_parent, parent_cycle, child_before_parent, id_reused, negative_count, huge_count]
+# (a task on two threads at once: test_a_task_on_two_threads_at_once_is_named_as_such forges
+# an overlap that always exists, rather than rename runs that may not overlap)
 
 
 @pytest.mark.parametrize("corrupt", CASES, ids=[c.__name__ for c in CASES])

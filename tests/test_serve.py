@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -158,7 +157,7 @@ def test_every_view_renders(browser, server):
     for view, css in (("locations", "#loc-table"), ("parallelism", "#parallelism-fig .main-svg"),
                       ("threads", "#threads-fig .main-svg")):
         d.get(server.url + f"?view={view}")
-        el = wait_for(lambda: [e for e in d.find_elements("css selector", css)
+        el = wait_for(lambda css=css: [e for e in d.find_elements("css selector", css)
                                if e.is_displayed()], what=view)
         assert el
         shot(d, view)
@@ -176,8 +175,8 @@ def test_threshold_change_matches_analyze(browser, server, fib_trace):
         box.send_keys(th + "\n")
         want = analyze_json(fib_trace.path, "--threshold", f"parallel_benefit={th}")[
             "problems"]["parallel_benefit"]["grains"]
-        wait_for(lambda: count_shown(d) == want, what=f"count {want} at threshold {th}")
-        assert f"threshold=" in d.current_url
+        wait_for(lambda want=want: count_shown(d) == want, what=f"count {want} at threshold {th}")
+        assert "threshold=" in d.current_url
     shot(d, "graph-threshold")
 
 

@@ -78,7 +78,7 @@ def fork_join_trace(children=3, threads=2) -> TraceBuilder:
         b.add(th, S.IMPLICIT_BEGIN, 5, task=implicit[th], other=region, value=th,
               count=threads, kind=S.TASK_IMPLICIT)
     kids = [task_id(0, 100 + c) for c in range(children)]
-    for c, kid in enumerate(kids):
+    for kid in kids:
         b.add(0, S.TASK_CREATE, t, task=kid, other=implicit[0], kind=S.TASK_EXPLICIT)
         t += 1
     b.add(0, S.SYNC_BEGIN, t, task=implicit[0], other=region, kind=S.SYNC_TASKWAIT)

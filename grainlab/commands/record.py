@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import _paths, program
 from .. import schema as S
-from ..errors import GrainlabError, RecordError, TraceError, UsageError
+from ..errors import RecordError, TraceError, UsageError
 from ..outpath import resolve_output
 from ..spool import header_values, is_converter, is_locked, lock_holder, spool_of
 from ..trace import load

@@ -1,7 +1,6 @@
 """GrainGraph -> igraph / networkx (vertex i == node i; columns as attributes)."""
 from __future__ import annotations
 
-import numpy as np
 
 
 def _plain(values):

@@ -37,7 +37,6 @@ def reduce(g, fragments: bool = True, forks: bool = True, bookkeeping: bool = Tr
     nodes = g.nodes
     n = len(nodes)
     typ = nodes["type"].astype(object).to_numpy()
-    grain = nodes["grain"].to_numpy()
     owner = nodes["owner"].to_numpy()
     ids = np.arange(n)
     tag = np.full(n, UNGROUPED)
