@@ -10,10 +10,26 @@ level of grains (tasks and loop chunks).
     gl.characterize(["a.parquet", "traces/"])   # one row of properties per trace
 """
 from .errors import GrainlabError, TraceError
-from .analysis import Analysis, Comparison, analyze, open
-from .trace import Trace, load
-from .characterize import characterize
 
 __version__ = "0.1.0"
+
+# numpy/pandas/pyarrow load on first use, not at `import grainlab` (which must
+# stay fast for `grainlab --version` and tools that import it for a name).
+_LAZY = {"Analysis": "analysis", "Comparison": "analysis", "analyze": "analysis",
+         "open": "analysis", "Trace": "trace", "load": "trace",
+         "characterize": "characterize"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'grainlab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))
 __all__ = ["load", "Trace", "analyze", "open", "Analysis", "Comparison", "GrainlabError",
            "TraceError", "characterize", "__version__"]

@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
+        print(f"grainlab {__version__}")     # without importing every command
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

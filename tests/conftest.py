@@ -19,6 +19,16 @@ sys.path.insert(0, str(REPO / "tests"))  # tracegen helpers
 from grainlab import _paths  # noqa: E402
 
 
+NATIVE_FIXTURES = {"build", "example", "record"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark tests that need the native build (directly or through a fixture)."""
+    for item in items:
+        if NATIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.native)
+
+
 def build_dir() -> Path:
     return _paths.build_dir()
 

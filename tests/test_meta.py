@@ -13,6 +13,8 @@ from elftools.elf.elffile import ELFFile
 
 from grainlab import _paths
 
+pytestmark = pytest.mark.native  # the whole module runs native code
+
 SYS_CPU = Path("/sys/devices/system/cpu")
 SYS_NODE = Path("/sys/devices/system/node")
 

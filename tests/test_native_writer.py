@@ -18,6 +18,8 @@ import pytest
 
 from grainlab import _paths
 
+pytestmark = pytest.mark.native  # the whole module runs native code
+
 U64 = (1 << 64) - 1
 INT64_MIN = -(1 << 63)
 

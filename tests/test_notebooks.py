@@ -14,6 +14,8 @@ from nbclient import NotebookClient
 
 from conftest import REPO, grainlab
 
+pytestmark = pytest.mark.native  # the whole module runs native code
+
 KERNEL = "grainlab-test"
 
 

@@ -105,6 +105,7 @@ def test_truncated_spool_converts_with_lost_events_counted(tmp_path, build, exam
     assert len(whole.events) == kept + lost + sum(r[3] for r in blocks if r[0] > off)
 
 
+@pytest.mark.native
 def test_not_a_spool_is_one_line_and_kept(tmp_path):
     bad = tmp_path / "x.parquet.spool"
     bad.write_bytes(b"hello, not a spool at all")

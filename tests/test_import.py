@@ -1,0 +1,32 @@
+"""`import grainlab` and `grainlab --version` stay light (issue 10 item 5): no
+numpy/pandas/pyarrow until something needs them — checked structurally, by
+what got imported, not by timing."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("pandas", "numpy", "pyarrow", "igraph", "networkx", "scipy", "sklearn", "dash", "plotly")
+
+
+def loaded_after(code: str) -> set:
+    r = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return set(r.stdout.split())
+
+
+def test_import_grainlab_loads_nothing_heavy():
+    mods = loaded_after("import grainlab")
+    assert not [m for m in HEAVY if m in mods]
+
+
+def test_version_loads_nothing_heavy():
+    mods = loaded_after("from grainlab.cli import main\nmain(['--version'])")
+    assert not [m for m in HEAVY if m in mods]
+
+
+def test_the_api_is_there_when_asked_for():
+    mods = loaded_after("import grainlab as gl\nassert callable(gl.analyze) and gl.Trace\n"
+                        "from grainlab import characterize, load")
+    assert "pandas" in mods
