@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
 import shutil
 import struct
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -128,13 +128,17 @@ def test_load_waits_for_a_locked_spool(tmp_path, build, example):
         proc = subprocess.Popen(
             [sys.executable, "-m", "grainlab.cli", "info", "--json", str(out)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
-        assert proc.poll() is None, proc.communicate()
+        # it waits, and says so, for as long as the lock is held (however
+        # slowly it starts on a loaded machine)
+        ready, _, _ = select.select([proc.stderr], [], [], 60)
+        assert ready, "no waiting message within 60 s"
+        said = proc.stderr.readline()
+        assert proc.poll() is None
     finally:
         os.close(fd)  # releases the lock
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
-    assert stderr.strip().splitlines() == [
+    assert (said + stderr).strip().splitlines() == [
         f"grainlab: waiting for the collector to finish writing {out}"]
     assert '"complete": true' in stdout
     assert out.exists() and not spool.exists()

@@ -14,14 +14,14 @@ static void on_thread_begin(ompt_thread_t type, ompt_data_t *thread_data) {
   gl_thread *t = gl_self();
   if (!t) return;
   thread_data->ptr = t;
-  gl_record(t, GL_EV_THREAD_BEGIN, 0, 0, 0, 0, 0, (uint32_t)type, 0);
+  gl_record(t, (gl_row){.event = GL_EV_THREAD_BEGIN, .kind = (uint32_t)type}, GL_NO_COUNTERS);
 }
 
 static void on_thread_end(ompt_data_t *thread_data) {
   (void)thread_data;
   gl_thread *t = gl_self();
   if (!t) return;
-  gl_record(t, GL_EV_THREAD_END, 0, 0, 0, 0, 0, 0, 0);
+  gl_record(t, (gl_row){.event = GL_EV_THREAD_END}, GL_NO_COUNTERS);
   /* Its last event: release the thread's counters (perf fds, PAPI event set). */
   if (gl_ncounters) gl_counters_thread_stop(&t->counter_state);
 }
@@ -33,16 +33,23 @@ static void on_parallel_begin(ompt_data_t *encountering_task, const ompt_frame_t
   gl_thread *t = gl_self();
   if (!t) return;
   parallel_data->value = gl_new_id(t);
-  gl_record(t, GL_EV_PARALLEL_BEGIN, id_of(encountering_task), parallel_data->value,
-            codeptr_ra, 0, requested, (uint32_t)flags, 0);
+  gl_record(t, (gl_row){.event = GL_EV_PARALLEL_BEGIN,
+                        .task = id_of(encountering_task),
+                        .other = parallel_data->value,
+                        .codeptr = codeptr_ra,
+                        .count = requested,
+                        .kind = (uint32_t)flags}, GL_NO_COUNTERS);
 }
 
 static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *encountering_task,
                             int flags, const void *codeptr_ra) {
   gl_thread *t = gl_self();
   if (!t) return;
-  gl_record(t, GL_EV_PARALLEL_END, id_of(encountering_task), id_of(parallel_data),
-            codeptr_ra, 0, 0, (uint32_t)flags, 0);
+  gl_record(t, (gl_row){.event = GL_EV_PARALLEL_END,
+                        .task = id_of(encountering_task),
+                        .other = id_of(parallel_data),
+                        .codeptr = codeptr_ra,
+                        .kind = (uint32_t)flags}, GL_NO_COUNTERS);
 }
 
 static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,
@@ -56,8 +63,12 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
     if (t->nimplicit < GL_NEST)
       t->implicit[t->nimplicit] = (gl_implicit){task_data->value, region, index, team};
     t->nimplicit++;
-    gl_record(t, GL_EV_IMPLICIT_BEGIN, task_data->value, region, 0, index, team,
-              (uint32_t)flags, 1);
+    gl_record(t, (gl_row){.event = GL_EV_IMPLICIT_BEGIN,
+                          .task = task_data->value,
+                          .other = region,
+                          .value = index,
+                          .count = team,
+                          .kind = (uint32_t)flags}, GL_READ_COUNTERS);
   } else {
     /* libomp passes team size 0 at the end: report the values from begin. */
     if (t->nimplicit > 0) {
@@ -67,8 +78,11 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
         team = t->implicit[t->nimplicit].team;
       }
     }
-    gl_record(t, GL_EV_IMPLICIT_END, task_data->value, 0, 0, index, team,
-              (uint32_t)flags, 1);
+    gl_record(t, (gl_row){.event = GL_EV_IMPLICIT_END,
+                          .task = task_data->value,
+                          .value = index,
+                          .count = team,
+                          .kind = (uint32_t)flags}, GL_READ_COUNTERS);
   }
 }
 
@@ -79,16 +93,22 @@ static void on_task_create(ompt_data_t *encountering_task, const ompt_frame_t *f
   gl_thread *t = gl_self();
   if (!t) return;
   new_task->value = gl_new_id(t);
-  gl_record(t, GL_EV_TASK_CREATE, new_task->value, id_of(encountering_task), codeptr_ra,
-            has_dependences != 0, 0, (uint32_t)flags, 1);
+  gl_record(t, (gl_row){.event = GL_EV_TASK_CREATE,
+                        .task = new_task->value,
+                        .other = id_of(encountering_task),
+                        .codeptr = codeptr_ra,
+                        .value = has_dependences != 0,
+                        .kind = (uint32_t)flags}, GL_READ_COUNTERS);
 }
 
 static void on_task_schedule(ompt_data_t *prior_task, ompt_task_status_t prior_status,
                              ompt_data_t *next_task) {
   gl_thread *t = gl_self();
   if (!t) return;
-  gl_record(t, GL_EV_TASK_SCHEDULE, id_of(next_task), id_of(prior_task), 0, 0, 0,
-            (uint32_t)prior_status, 1);
+  gl_record(t, (gl_row){.event = GL_EV_TASK_SCHEDULE,
+                        .task = id_of(next_task),
+                        .other = id_of(prior_task),
+                        .kind = (uint32_t)prior_status}, GL_READ_COUNTERS);
 }
 
 static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
@@ -108,8 +128,11 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
   } else if (t->nsync > 0) {
     t->nsync--;
   }
-  gl_record(t, endpoint == ompt_scope_begin ? GL_EV_SYNC_BEGIN : GL_EV_SYNC_END,
-            id_of(task_data), region, codeptr_ra, 0, 0, (uint32_t)kind, 1);
+  gl_record(t, (gl_row){.event = endpoint == ompt_scope_begin ? GL_EV_SYNC_BEGIN : GL_EV_SYNC_END,
+                        .task = id_of(task_data),
+                        .other = region,
+                        .codeptr = codeptr_ra,
+                        .kind = (uint32_t)kind}, GL_READ_COUNTERS);
 }
 
 static int is_loop(ompt_work_t type) {
@@ -137,8 +160,12 @@ static void on_work(ompt_work_t type, ompt_scope_endpoint_t endpoint,
       }
       t->nloops++;
     }
-    gl_record_at(t, tsc, GL_EV_WORK_BEGIN, task, region, codeptr_ra, 0, count,
-                 (uint32_t)type, 0, 1);
+    gl_record_at(t, tsc, (gl_row){.event = GL_EV_WORK_BEGIN,
+                                  .task = task,
+                                  .other = region,
+                                  .codeptr = codeptr_ra,
+                                  .count = count,
+                                  .kind = (uint32_t)type}, GL_READ_COUNTERS);
     return;
   }
   uint64_t end_tsc = gl_clock_now();
@@ -149,8 +176,12 @@ static void on_work(ompt_work_t type, ompt_scope_endpoint_t endpoint,
     uint64_t last = gl_last_tsc(t);
     if (end_tsc < last) end_tsc = last;
   }
-  gl_record_at(t, end_tsc, GL_EV_WORK_END, task, region, codeptr_ra, 0, count,
-               (uint32_t)type, 0, 1);
+  gl_record_at(t, end_tsc, (gl_row){.event = GL_EV_WORK_END,
+                                    .task = task,
+                                    .other = region,
+                                    .codeptr = codeptr_ra,
+                                    .count = count,
+                                    .kind = (uint32_t)type}, GL_READ_COUNTERS);
 }
 
 static void on_dispatch(ompt_data_t *parallel_data, ompt_data_t *task_data,
@@ -176,44 +207,49 @@ static void on_dispatch(ompt_data_t *parallel_data, ompt_data_t *task_data,
       l->first_tsc = tsc;
     }
   }
-  gl_record_at(t, tsc, GL_EV_CHUNK, id_of(task_data), id_of(parallel_data), 0, start, iters,
-               (uint32_t)kind, 0, 1);
+  gl_record_at(t, tsc, (gl_row){.event = GL_EV_CHUNK,
+                                .task = id_of(task_data),
+                                .other = id_of(parallel_data),
+                                .value = start,
+                                .count = iters,
+                                .kind = (uint32_t)kind}, GL_READ_COUNTERS);
 }
 
 static void on_dependences(ompt_data_t *task_data, const ompt_dependence_t *deps, int ndeps) {
   gl_thread *t = gl_self();
   if (!t) return;
   for (int i = 0; i < ndeps; i++)
-    gl_record(t, GL_EV_DEPENDENCE, id_of(task_data), 0, 0,
-              (uint64_t)(uintptr_t)deps[i].variable.ptr, 0,
-              (uint32_t)deps[i].dependence_type, 0);
+    gl_record(t, (gl_row){.event = GL_EV_DEPENDENCE,
+                          .task = id_of(task_data),
+                          .value = (uint64_t)(uintptr_t)deps[i].variable.ptr,
+                          .kind = (uint32_t)deps[i].dependence_type}, GL_NO_COUNTERS);
 }
 
 static void on_task_dependence(ompt_data_t *src_task, ompt_data_t *sink_task) {
   gl_thread *t = gl_self();
   if (!t) return;
-  gl_record(t, GL_EV_TASK_DEPENDENCE, id_of(sink_task), id_of(src_task), 0, 0, 0, 0, 0);
+  gl_record(t, (gl_row){.event = GL_EV_TASK_DEPENDENCE,
+                        .task = id_of(sink_task),
+                        .other = id_of(src_task)}, GL_NO_COUNTERS);
 }
 
 int gl_register_callbacks(ompt_set_callback_t set, char *json, size_t len) {
+  /* Each handler goes through a pointer of its OMPT type (as LLVM's
+   * callback.h does): the compiler checks its signature before the cast to
+   * the generic ompt_callback_t. */
+#define GL_CALLBACK(name) \
+  {ompt_callback_##name, #name, (ompt_callback_t)(ompt_callback_##name##_t){on_##name}}
   static const struct {
     ompt_callbacks_t event;
     const char *name;
     ompt_callback_t fn;
   } table[] = {
-      {ompt_callback_thread_begin, "thread_begin", (ompt_callback_t)on_thread_begin},
-      {ompt_callback_thread_end, "thread_end", (ompt_callback_t)on_thread_end},
-      {ompt_callback_parallel_begin, "parallel_begin", (ompt_callback_t)on_parallel_begin},
-      {ompt_callback_parallel_end, "parallel_end", (ompt_callback_t)on_parallel_end},
-      {ompt_callback_implicit_task, "implicit_task", (ompt_callback_t)on_implicit_task},
-      {ompt_callback_task_create, "task_create", (ompt_callback_t)on_task_create},
-      {ompt_callback_task_schedule, "task_schedule", (ompt_callback_t)on_task_schedule},
-      {ompt_callback_sync_region, "sync_region", (ompt_callback_t)on_sync_region},
-      {ompt_callback_work, "work", (ompt_callback_t)on_work},
-      {ompt_callback_dispatch, "dispatch", (ompt_callback_t)on_dispatch},
-      {ompt_callback_dependences, "dependences", (ompt_callback_t)on_dependences},
-      {ompt_callback_task_dependence, "task_dependence", (ompt_callback_t)on_task_dependence},
+      GL_CALLBACK(thread_begin),   GL_CALLBACK(thread_end),    GL_CALLBACK(parallel_begin),
+      GL_CALLBACK(parallel_end),   GL_CALLBACK(implicit_task), GL_CALLBACK(task_create),
+      GL_CALLBACK(task_schedule),  GL_CALLBACK(sync_region),   GL_CALLBACK(work),
+      GL_CALLBACK(dispatch),       GL_CALLBACK(dependences),   GL_CALLBACK(task_dependence),
   };
+#undef GL_CALLBACK
   int chunks = 0;
   size_t used = (size_t)snprintf(json, len, "{");
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {

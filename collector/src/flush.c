@@ -53,7 +53,7 @@ void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
   uint32_t n = t->pos + 1;
   t->pos = t->cap; /* write into the reserved slot below */
   t->cap++;
-  gl_record(t, GL_EV_FLUSH_BEGIN, 0, 0, 0, 0, n, 0, 1);
+  gl_record(t, (gl_row){.event = GL_EV_FLUSH_BEGIN, .count = n}, GL_READ_COUNTERS);
   t->cap--;
   /* SIGINT/SIGTERM/SIGHUP wait until the block is written: a handler running
    * on this thread could not tell whether the writev had happened, and would
@@ -80,5 +80,5 @@ void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
   }
   __atomic_store_n(&t->flushing, 0, __ATOMIC_SEQ_CST);
   pthread_sigmask(SIG_SETMASK, &old, 0);
-  gl_record(t, GL_EV_FLUSH_END, 0, 0, 0, 0, 0, 0, 1);
+  gl_record(t, (gl_row){.event = GL_EV_FLUSH_END}, GL_READ_COUNTERS);
 }

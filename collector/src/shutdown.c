@@ -141,17 +141,26 @@ int gl_before_exec(void) {
     for (int k = t->nsync - 1; k >= 0; k--) {
       if (k >= GL_NEST) continue;
       gl_sync *y = &t->sync[k];
-      gl_record(t, GL_EV_SYNC_END, y->task, y->region, y->codeptr, 0, 0, y->kind, own);
+      gl_record(t, (gl_row){.event = GL_EV_SYNC_END,
+                            .task = y->task,
+                            .other = y->region,
+                            .codeptr = y->codeptr,
+                            .kind = y->kind}, own ? GL_READ_COUNTERS : GL_NO_COUNTERS);
     }
     t->nsync = 0;
     for (int k = t->nimplicit - 1; k >= 0; k--) {
       if (k >= GL_NEST) continue;
       gl_implicit *m = &t->implicit[k];
-      gl_record(t, GL_EV_IMPLICIT_END, m->id, 0, 0, m->index, m->team,
-                m->region ? (uint32_t)ompt_task_implicit : (uint32_t)ompt_task_initial, own);
+      uint32_t flags = m->region ? (uint32_t)ompt_task_implicit : (uint32_t)ompt_task_initial;
+      gl_record(t, (gl_row){.event = GL_EV_IMPLICIT_END,
+                            .task = m->id,
+                            .value = m->index,
+                            .count = m->team,
+                            .kind = flags},
+                own ? GL_READ_COUNTERS : GL_NO_COUNTERS);
     }
     t->nimplicit = 0;
-    gl_record(t, GL_EV_THREAD_END, 0, 0, 0, 0, 0, 0, 0);
+    gl_record(t, (gl_row){.event = GL_EV_THREAD_END}, GL_NO_COUNTERS);
   }
   write_all_buffers();
   /* An end record that says "exec": the next image continues after it; if

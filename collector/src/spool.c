@@ -457,7 +457,8 @@ static void converter_path(char *buf, size_t len) {
 static void prepare_converter(void) {
   const char *mode = getenv("GRAINLAB_CONVERT");
   if (mode && strcmp(mode, "wait") == 0) convert_mode = GL_CONVERT_WAIT;
-  else if (mode && (strcmp(mode, "no") == 0 || strcmp(mode, "0") == 0)) convert_mode = GL_CONVERT_NO;
+  else if (mode && (strcmp(mode, "no") == 0 || strcmp(mode, "0") == 0))
+    convert_mode = GL_CONVERT_NO;
   else if (mode && *mode && strcmp(mode, "background") != 0)
     fprintf(stderr, "grainlab: GRAINLAB_CONVERT=%s is not wait, background or no; "
                     "converting in the background\n", mode);

@@ -15,8 +15,12 @@ void gl_infer_static_chunks(gl_thread *t, const gl_loop *l, uint64_t end_tsc) {
     /* A team of one (serialized region, orphaned loop, 1 thread): libomp gives
      * the thread the whole iteration space at once and reports no chunk. */
     uint64_t tsc = l->begin_tsc, last = gl_last_tsc(t);
-    gl_record_at(t, tsc < last ? last : tsc, GL_EV_CHUNK, l->task, l->parallel, 0, 0,
-                 l->count, 3 /* ompt_dispatch_ws_loop_chunk */, GL_CHUNK_INFERRED, 0);
+    gl_record_at(t, tsc < last ? last : tsc, (gl_row){.event = GL_EV_CHUNK,
+                                                      .task = l->task,
+                                                      .other = l->parallel,
+                                                      .count = l->count,
+                                                      .kind = 3 /* ompt_dispatch_ws_loop_chunk */,
+                                                      .flags = GL_CHUNK_INFERRED}, GL_NO_COUNTERS);
     return;
   }
   if (l->nchunks != 1 || l->team == 0 || l->first_iters == 0) return;
@@ -34,7 +38,12 @@ void gl_infer_static_chunks(gl_thread *t, const gl_loop *l, uint64_t end_tsc) {
     uint64_t tsc = l->first_tsc + (uint64_t)(step * (double)j);
     uint64_t last = gl_last_tsc(t);
     if (tsc < last) tsc = last;
-    gl_record_at(t, tsc, GL_EV_CHUNK, l->task, l->parallel, 0, start, iters,
-                 3 /* ompt_dispatch_ws_loop_chunk */, GL_CHUNK_INFERRED, 0);
+    gl_record_at(t, tsc, (gl_row){.event = GL_EV_CHUNK,
+                                  .task = l->task,
+                                  .other = l->parallel,
+                                  .value = start,
+                                  .count = iters,
+                                  .kind = 3 /* ompt_dispatch_ws_loop_chunk */,
+                                  .flags = GL_CHUNK_INFERRED}, GL_NO_COUNTERS);
   }
 }

@@ -103,12 +103,24 @@ static inline uint64_t gl_new_id(gl_thread *t) {
   return ((uint64_t)(t->index + 1) << 40) | ++t->next_id;
 }
 
-/* Append one event with timestamp `tsc`. `read_counters`: the event bounds a
- * fragment, so the thread's counters are sampled; otherwise the row holds nulls. */
-static inline void gl_record_at(gl_thread *t, uint64_t tsc, uint8_t event,
-                                uint64_t task, uint64_t other, const void *codeptr,
-                                uint64_t value, uint64_t count, uint32_t kind,
-                                uint8_t flags, int read_counters) {
+/* One trace row's fields (docs/trace-format.md, "Columns"), named at the
+ * call site — `(gl_row){.event = GL_EV_TASK_CREATE, .task = id, .other = parent}`
+ * — so no field can be passed in another's place; fields not named are 0. */
+typedef struct gl_row {
+  uint8_t event;
+  uint64_t task, other;
+  const void *codeptr;
+  uint64_t value, count;
+  uint32_t kind;
+  uint8_t flags;
+} gl_row;
+
+/* Whether a row samples the thread's counters: rows that bound a fragment
+ * do; the others hold nulls. */
+typedef enum gl_sample { GL_NO_COUNTERS = 0, GL_READ_COUNTERS = 1 } gl_sample;
+
+/* Append one row with timestamp `tsc`. */
+static inline void gl_record_at(gl_thread *t, uint64_t tsc, gl_row r, gl_sample sample) {
   if (__builtin_expect(t->pos >= t->cap, 0)) {
     gl_flush_full(t);
     /* The row lands after FLUSH_END: keep the thread's rows in time order. */
@@ -118,18 +130,18 @@ static inline void gl_record_at(gl_thread *t, uint64_t tsc, uint8_t event,
   uint32_t i = t->pos;
   gl_event_t *e = &t->events[i];
   e->tsc = tsc;
-  e->task = task;
-  e->other = other;
-  e->codeptr = (uint64_t)(uintptr_t)codeptr;
-  e->value = value;
-  e->count = count;
-  e->kind = kind;
+  e->task = r.task;
+  e->other = r.other;
+  e->codeptr = (uint64_t)(uintptr_t)r.codeptr;
+  e->value = r.value;
+  e->count = r.count;
+  e->kind = r.kind;
   e->cpu = (uint16_t)sched_getcpu();
-  e->event = event;
-  e->flags = flags;
+  e->event = r.event;
+  e->flags = r.flags;
   if (gl_ncounters) {
     int64_t *c = &t->counters[(size_t)i * (size_t)gl_ncounters];
-    if (read_counters) {
+    if (sample == GL_READ_COUNTERS) {
       gl_counters_read(&t->counter_state, c);
     } else {
       for (int k = 0; k < gl_ncounters; k++) c[k] = INT64_MIN;
@@ -140,11 +152,9 @@ static inline void gl_record_at(gl_thread *t, uint64_t tsc, uint8_t event,
   __atomic_store_n(&t->pos, i + 1, __ATOMIC_RELEASE);
 }
 
-static inline void gl_record(gl_thread *t, uint8_t event, uint64_t task,
-                             uint64_t other, const void *codeptr, uint64_t value,
-                             uint64_t count, uint32_t kind, int read_counters) {
-  gl_record_at(t, gl_clock_now(), event, task, other, codeptr, value, count, kind,
-               0, read_counters);
+/* Append one row timestamped now. */
+static inline void gl_record(gl_thread *t, gl_row r, gl_sample sample) {
+  gl_record_at(t, gl_clock_now(), r, sample);
 }
 
 /* Timestamp of the thread's latest row (0 if none in the current buffer). */
