@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 # stay fast for `grainlab --version` and tools that import it for a name).
 _LAZY = {"Analysis": "analysis", "Comparison": "analysis", "analyze": "analysis",
          "open": "analysis", "Trace": "trace", "load": "trace",
-         "characterize": "characterize"}
+         "characterize": "characterization"}
 
 
 def __getattr__(name):

@@ -30,3 +30,15 @@ def test_the_api_is_there_when_asked_for():
     mods = loaded_after("import grainlab as gl\nassert callable(gl.analyze) and gl.Trace\n"
                         "from grainlab import characterize, load")
     assert "pandas" in mods
+
+
+def test_api_names_are_not_shadowed_by_submodules():
+    """A submodule named like an API function would replace it on the package
+    once imported (grainlab.characterization, not grainlab.characterize)."""
+    r = subprocess.run([sys.executable, "-c",
+                        "import grainlab as gl, grainlab.cli\n"
+                        "for m in grainlab.cli.command_modules(): pass\n"
+                        "assert all(callable(getattr(gl, n)) for n in "
+                        "('analyze', 'load', 'open', 'characterize')), 'shadowed'"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -72,8 +72,12 @@ def test_the_kernel_region_shows_its_own_parallelism(setup_kernel):
     s, w = kernel.summary, whole.summary
     assert w["parallelism"] < 2.5                     # drowned by ~500 ms of serial code
     assert s["grains"] == s["tasks"] == TASKS
-    assert TASK_MS * MS <= s["span_ns"] <= 2 * TASK_MS * MS
-    assert s["parallelism"] >= 0.8 * TASKS
+    # the span is the longest task (plus creating them): independent tasks. A
+    # busy machine stretches tasks' wall time, so bounds are relative to them.
+    longest = kernel.grains["work"].max()
+    assert TASK_MS * MS * 0.95 <= longest <= s["span_ns"] <= longest + TASK_MS * MS / 4
+    assert s["parallelism"] >= 0.8 * s["grain_work_ns"] / longest
+    assert s["parallelism"] > 4 * w["parallelism"]
     assert s["selection"]["regions"] == [2]
     assert s["selection"]["window_ns"] is None
     assert s["critical_path"] and len(s["critical_path"]) >= 1
@@ -96,7 +100,7 @@ def test_a_window_around_the_kernel_agrees_with_the_region(setup_kernel):
     assert a["grains"] == TASKS
     assert a["span_ns"] <= hi - lo
     assert a["selection"]["window_ns"] == [lo, hi]
-    assert a["parallelism"] >= 0.8 * TASKS
+    assert a["parallelism"] == pytest.approx(region["parallelism"], rel=0.05)
     assert abs(a["grain_work_ns"] - region["grain_work_ns"]) <= 0.01 * region["grain_work_ns"]
     # text form, ms, open end
     b = gl.analyze(setup_kernel, window=f"{lo / MS}ms:").summary

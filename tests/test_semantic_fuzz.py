@@ -128,7 +128,17 @@ def runs(cols, known):
     return out
 
 
-def test_a_task_on_two_threads_at_once_is_named_as_such(base, tmp_path):
+@pytest.fixture(scope="module")
+def concurrent(record):
+    """Tasks that surely run on both threads at once: 4 tasks of 30 ms each."""
+    t = record("regions", 1, 4, 30, "master", threads=2)
+    f = pq.ParquetFile(t.path)
+    sizes = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
+    return pq.read_table(t.path), sizes
+
+
+def test_a_task_on_two_threads_at_once_is_named_as_such(concurrent, tmp_path):
+    base = concurrent
     cols = columns(base)
     _, ids, _ = creates(cols)
     all_runs = runs(cols, set(ids.tolist()))
@@ -137,7 +147,7 @@ def test_a_task_on_two_threads_at_once_is_named_as_such(base, tmp_path):
     # make it a run of that task (its switch in and out), so it overlaps itself
     pair = next(((a, b) for a in all_runs if a[1] == 0 for b in all_runs
                  if b[1] == 1 and b[0] != a[0] and tsc[a[2]] < tsc[b[2]] < tsc[a[3]]), None)
-    assert pair is not None, "fib 12 at 2 threads has overlapping runs on two threads"
+    assert pair is not None, "4 tasks of 30 ms on 2 threads overlap in time"
     (x, _, _, _), (_, _, b_in, b_out) = pair
     cols["task"][b_in] = x
     cols["other"][b_out] = x

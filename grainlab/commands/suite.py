@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import suite as S
-from ..characterize import characterize
+from ..characterization import characterize
 
 HELP = "record every suite program at a size and characterize the traces into one folder"
 
