@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import schema as S
+from .identity import EXPLICIT as EXPLICIT_STEP, IMPLICIT as IMPLICIT_STEP
+from .identity import PARALLEL, ROOT, Names, max_chars, string_column
 from .idindex import IdIndex
 
 _NOTHING = pa.scalar("", pa.large_string())  # separator of Arrow string joins
@@ -216,59 +218,36 @@ def _add_lineage(tasks, regions):
     winner = np.zeros(n, dtype=bool)
     winner[imp] = creators & (creators_in_region == 1)
 
-    # Strings live in Arrow (one buffer per level, built by pyarrow.compute),
-    # never as one Python object per task: 10^7 lineages cost ~0.2 GB, not ~1 GB.
-    # Suffixes: explicit rows' then implicit rows'; suffix_at[row] finds a row's.
-    team_index = tasks["team_index"].to_numpy()[imp]
-    imp_winner = winner[imp]
-    ex_rows = np.flatnonzero(explicit)
-    suffix = pa.concat_arrays([
-        _arrow_join(".", child_index[ex_rows]),
-        pc.if_else(pa.array(imp_winner), _arrow_join(".p", imp_ordinal),
-                   _arrow_join(".p", imp_ordinal, ".i", team_index))])
-    suffix_at = np.zeros(n, dtype=np.int64)
-    suffix_at[ex_rows] = np.arange(len(ex_rows))
-    suffix_at[imp] = len(ex_rows) + np.arange(len(imp))
     tasks["winner"] = winner
 
-    depth = np.full(n, -1, dtype=np.int64)
+    # Identity (grainlab.identity): per task a parent row and one step, a
+    # 128-bit path hash and a level, computed level by level; strings only on
+    # demand (the "lineage" column only while every lineage is short).
+    tag = np.full(n, ROOT, dtype=np.int8)
+    a = np.zeros(n, dtype=np.int64)
+    b = np.zeros(n, dtype=np.int64)
     roots = np.flatnonzero(initial)
-    depth[roots] = 0
-    level_rows = [roots]
-    level_names = [pc.cast(pa.array(np.arange(len(roots))), pa.large_string())]
-    in_level = np.full(n, -1, dtype=np.int64)   # position within its level's names
-    in_level[roots] = np.arange(len(roots))
-
-    # Children of each task, grouped: kids[first[p]:first[p]+count[p]].
-    has_parent = np.flatnonzero(parent_pos >= 0)
-    kids = has_parent[np.argsort(parent_pos[has_parent], kind="stable")]
-    count = np.bincount(parent_pos[has_parent], minlength=n)
-    first = np.concatenate(([0], np.cumsum(count)[:-1]))
-    frontier, level = roots, 0
-    while len(frontier):
-        counts = count[frontier]
-        total = int(counts.sum())
-        if total == 0:
-            break
-        offsets = np.repeat(first[frontier] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        nxt = kids[offsets + np.arange(total)]
-        nxt = nxt[depth[nxt] < 0]  # guard against malformed cycles
-        level += 1
-        names = pc.binary_join_element_wise(
-            level_names[-1].take(pa.array(in_level[parent_pos[nxt]])),
-            suffix.take(pa.array(suffix_at[nxt])), _NOTHING)
-        depth[nxt] = level
-        in_level[nxt] = np.arange(len(nxt))
-        level_rows.append(nxt)
-        level_names.append(names)
-        frontier = nxt
-    # back to task order; tasks no root reaches (malformed) get no lineage
-    where = np.full(n, -1, dtype=np.int64)
-    where[np.concatenate(level_rows)] = np.arange(sum(len(r) for r in level_rows))
-    lineage = pa.concat_arrays(level_names).take(pa.array(where, mask=where < 0))
-    tasks["depth"] = depth
-    tasks["lineage"] = pd.array(lineage, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    a[roots] = np.arange(len(roots))
+    tag[explicit] = EXPLICIT_STEP
+    a[explicit] = child_index[explicit]
+    tag[imp] = np.where(winner[imp], PARALLEL, IMPLICIT_STEP)
+    a[imp] = imp_ordinal
+    b[imp] = tasks["team_index"].to_numpy()[imp]
+    # a task no root reaches (no known parent) has no identity
+    tree_parent = np.where(initial, -1, np.where(parent_pos >= 0, parent_pos, n))
+    names = Names.from_tree(np.where(tree_parent == n, -1, tree_parent),
+                            np.where(initial | (parent_pos >= 0), tag, -1).astype(np.int8), a, b)
+    tasks["depth"] = names.level
+    tasks.attrs["names"] = names
+    if names.max_length(np.arange(n)) <= max_chars():
+        tasks["lineage"] = string_column(names.arrow(np.arange(n)))
     del tasks["_tsc"]
+
+
+def lineage_of(tasks, rows) -> np.ndarray:
+    """Lineage strings of task rows (object array, None: unknown), made on
+    demand from the identity forest (grainlab.identity)."""
+    return tasks.attrs["names"].strings(np.asarray(rows, np.int64))
 
 
 def _arrow_join(*parts) -> pa.Array:
@@ -279,13 +258,15 @@ def _arrow_join(*parts) -> pa.Array:
 
 
 def _region_identity(tasks, regions):
-    # look up only the encountering tasks' lineages (never all 10^7 as objects)
+    """Region nodes in the identity forest ("<encountering lineage>.p<ordinal>")
+    and their strings, made for the region rows only (None when the
+    encountering task is unknown)."""
+    names = tasks.attrs["names"]
     pos = IdIndex(tasks["id"].to_numpy()).get(regions["encountering_task"].to_numpy())
-    owner = np.full(len(pos), None, dtype=object)
-    found = pos >= 0
-    owner[found] = tasks["lineage"].array.take(pos[found]).to_numpy(dtype=object)
-    owner[found & pd.isna(owner)] = None
-    return _concat_known(owner, _join(".p", regions["ordinal"].to_numpy()))
+    names, nodes = names.extend(pos, PARALLEL, regions["ordinal"].to_numpy(np.int64), 0)
+    tasks.attrs["names"] = names
+    regions["identity_node"] = nodes
+    return names.strings(nodes)
 
 
 def _concat_known(left, right):

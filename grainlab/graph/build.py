@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import schema as S
+from ..identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
+from ..identity import WORKSHARE as WORKSHARE_STEP, max_chars, string_column
 from ..idindex import IdIndex
 from .events import counter_deltas, load_rows
 from .model import EDGE_TYPES, JOIN_KINDS, NODE_TYPES, GrainGraph
@@ -234,12 +236,14 @@ class _Builder:
                                       code[cx_rows] != initial_kind))]
         self.explicit = _frame({c: tasks[c].to_numpy()[ex_rows] for c in
                                 ("id", "parent", "flags", "codeptr", "child_index")})
-        # lineages stay Arrow strings (no Python object per task)
-        self.explicit["lineage"] = tasks["lineage"].array.take(ex_rows)
+        # identities stay nodes of the task table's identity forest (task row
+        # = node; grainlab.identity): strings only on demand
+        self.names = tasks.attrs["names"]
+        self.explicit["node"] = ex_rows
         untied = tasks["untied"].to_numpy()[ex_rows]
         self.ctx = _frame({c: tasks[c].to_numpy()[cx_rows] for c in
                            ("id", "parent", "region", "team_index", "team_size", "thread")})
-        self.ctx["lineage"] = tasks["lineage"].array.take(cx_rows)
+        self.ctx["node"] = cx_rows
         self.ctx["kind"] = pd.Categorical.from_codes(code[cx_rows], categories=tasks["kind"].cat.categories)
         explicit, ctx = self.explicit, self.ctx
         del tasks
@@ -265,6 +269,8 @@ class _Builder:
         self.clip[T:][ok] = ends[ok].astype(np.int64) - 1
         self.region_identity = _series(regions["identity"].to_numpy(dtype=object),
                                        regions["id"].to_numpy(np.uint64))
+        self.region_node = _series(regions["identity_node"].to_numpy(np.int64),
+                                   regions["id"].to_numpy(np.uint64))
 
     def _task_table(self):
         """trace.tasks() and trace.regions(); when the trace has not built its
@@ -917,7 +923,9 @@ class _Builder:
         flags[:T] = ex["flags"].to_numpy(np.uint32)
         codeptr = np.zeros(G, np.uint64)
         codeptr[:T] = ex["codeptr"].to_numpy(np.uint64)
-        identity = [ex["lineage"].array]
+        names = self.names
+        grain_node = np.full(G, -1, np.int64)
+        grain_node[:T] = ex["node"].to_numpy(np.int64)
         first_it = np.full(G, -1, np.int64)
         iters = np.full(G, -1, np.int64)
         inferred = np.zeros(G, bool)
@@ -930,11 +938,9 @@ class _Builder:
             iters[T:] = r.take("count", ch).astype(np.int64)
             inferred[T:] = (r.take("flags", ch) & S.CHUNK_INFERRED) != 0
             codeptr[T:] = r.take("codeptr", self._pos(self.ch_loop_row))
-            rname = self.region_identity.reindex(self.ch_region).to_numpy(dtype=object)
-            rname = np.where(pd.isna(rname), "?", rname).astype(object)
-            chunk_loop = rname + ".w" + self.ch_seq.astype(str).astype(object)
+            names, grain_node[T:], chunk_loop = _chunk_names(
+                names, self.region_node, self.ch_region, self.ch_seq, first_it[T:])
             loop.append(chunk_loop)
-            identity.append(chunk_loop + "@" + first_it[T:].astype(str).astype(object))
             master = self.ctx[self.is_implicit[T:] & (self.ctx["team_index"].to_numpy() == 0)]
             mt = _series(master["thread"].to_numpy(np.float64), master["region"].to_numpy(np.uint64))
             loop_thread[T:] = mt.reindex(self.ch_region).to_numpy(na_value=-1).astype(np.int32)
@@ -956,7 +962,7 @@ class _Builder:
         child_number[:T] = ex["child_index"].to_numpy()
         grains = _frame({
             "kind": pd.Categorical(np.repeat(["task", "chunk"], [T, K]), categories=["task", "chunk"]),
-            "identity": _strings(identity),
+            "identity": None,
             "task_id": np.concatenate([ex["id"].to_numpy(np.uint64), np.zeros(K, np.uint64)]),
             "parent": parent, "child_number": child_number, "depth": depth,
             "codeptr": codeptr, "flags": flags,
@@ -972,6 +978,7 @@ class _Builder:
         })
         for name, v in counters.items():
             grains[name] = v[gsel]
+        grains["identity_node"] = grain_node
         grains.index.name = "grain"
 
         ctx = self.ctx
@@ -982,17 +989,46 @@ class _Builder:
         region = np.where(is_init | pd.isna(region), "", region).astype(object)
         contexts = _frame({
             "kind": pd.Categorical(np.where(is_init, "initial", "implicit"), categories=["initial", "implicit"]),
-            "identity": ctx["lineage"].array,
+            "identity": None,
             "task_id": ctx["id"].to_numpy(np.uint64),
             "parent": cparent, "region": region,
             "team_index": ctx["team_index"].to_numpy(), "team_size": ctx["team_size"].to_numpy(),
             "thread": fthread[csel],
             "start": np.where(gstart[csel] == I64MAX, -1, gstart[csel]), "end": gend[csel],
             "work": work[csel], "join": self.ctx_waiter[csel],
+            "identity_node": ctx["node"].to_numpy(np.int64),
         }, index=pd.RangeIndex(G, G + self.C, name="context"))
+        # identity strings: a column only while every one is short
+        # (grainlab.identity.max_chars), else made on demand (g.identities)
+        both = np.concatenate([grain_node, contexts["identity_node"].to_numpy()])
+        if names.max_length(both) <= max_chars():
+            text = names.arrow(both)
+            grains["identity"] = string_column(text.slice(0, G))
+            contexts["identity"] = string_column(text.slice(G))
+        else:
+            del grains["identity"], contexts["identity"]
 
         meta = dict(self.trace.meta)
         meta.update({"creation_cost_estimate_ns": self.creation_estimate,
                      "creation_quantile": self.q,
                      "trace_path": str(getattr(self.trace, "path", ""))})
-        return GrainGraph(nodes=nodes, edges=edges, grains=grains, contexts=contexts, meta=meta)
+        return GrainGraph(nodes=nodes, edges=edges, grains=grains, contexts=contexts, meta=meta,
+                          names=names)
+
+
+def _chunk_names(names, region_node, ch_region, ch_seq, first):
+    """Identity nodes of worksharing chunks ("<region>.w<k>@<first>"; "?" for
+    a region nobody can name) and their loop strings ("<region>.w<k>"), made
+    once per distinct loop instance."""
+    rnode = region_node.reindex(ch_region).to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+    unknown = ~names.valid(rnode)
+    if unknown.any():
+        names, (q,) = names.extend([-1], UNKNOWN_STEP, 0, 0)
+        rnode[unknown] = q
+    pairs, inverse = np.unique(np.stack([rnode, np.asarray(ch_seq, np.int64)]), axis=1,
+                               return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    names, loops = names.extend(pairs[0], WORKSHARE_STEP, pairs[1], 0)
+    loop_text = pa.array(names.strings(loops), pa.large_string()).take(pa.array(inverse))
+    names, chunks = names.extend(loops[inverse], FIRST_STEP, first, 0)
+    return names, chunks, loop_text

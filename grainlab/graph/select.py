@@ -166,7 +166,7 @@ def _subgraph(g: GrainGraph, keep: np.ndarray, clip, bridge: bool) -> GrainGraph
         _clip_grains(nodes, grains)
 
     meta = dict(g.meta)
-    return GrainGraph(nodes, edges, grains, contexts, meta)
+    return GrainGraph(nodes, edges, grains, contexts, meta, names=g.names)
 
 
 def _bridges(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:

@@ -18,15 +18,33 @@ from ._graph import is_one_of
 COLUMN = "work_deviation"
 
 
-def match(grains_a: pd.DataFrame, grains_b: pd.DataFrame) -> np.ndarray:
-    """For every grain of B, the row position of the same grain in A, or -1."""
-    def key(gr):
-        return pd.MultiIndex.from_arrays([is_one_of(gr["kind"], "chunk"),
-                                          gr["identity"].to_numpy()])
-    ka, kb = key(grains_a), key(grains_b)
-    keep = ~ka.duplicated(keep="first")
+def match(grains_a: pd.DataFrame, grains_b: pd.DataFrame, names_a=None,
+          names_b=None) -> np.ndarray:
+    """For every grain of B, the row position of the same grain in A, or -1.
+
+    With both graphs' identity forests (GrainGraph.names) grains match by
+    (kind, 128-bit identity hash) (grainlab.identity: equal identities have
+    equal hashes; no string is made); otherwise by (kind, identity string).
+    Grains without an identity match nothing."""
+    if (names_a is not None and names_b is not None
+            and "identity_node" in grains_a and "identity_node" in grains_b):
+        def key(gr, names):
+            node = gr["identity_node"].to_numpy(np.int64)
+            h1, h2 = names.hashes(node)
+            return (pd.MultiIndex.from_arrays([is_one_of(gr["kind"], "chunk"), h1, h2]),
+                    names.valid(node))
+    else:
+        def key(gr, names):
+            ident = gr["identity"]
+            return (pd.MultiIndex.from_arrays([is_one_of(gr["kind"], "chunk"),
+                                               ident.to_numpy()]),
+                    ident.notna().to_numpy())
+    (ka, ok_a), (kb, ok_b) = key(grains_a, names_a), key(grains_b, names_b)
+    keep = ~ka.duplicated(keep="first") & ok_a
     lookup = pd.Series(np.arange(len(ka))[keep], index=ka[keep])
-    return lookup.reindex(kb).fillna(-1).to_numpy(np.int64)
+    pos = lookup.reindex(kb).fillna(-1).to_numpy(np.int64)
+    pos[~ok_b] = -1
+    return pos
 
 
 def ratio(work_b: np.ndarray, work_a: np.ndarray) -> np.ndarray:
@@ -40,7 +58,7 @@ def ratio(work_b: np.ndarray, work_a: np.ndarray) -> np.ndarray:
 
 def compute(g_b, g_a) -> dict:
     """Add `work_deviation` to g_b.grains (against reference g_a); return counts."""
-    pos = match(g_a.grains, g_b.grains)
+    pos = match(g_a.grains, g_b.grains, g_a.names, g_b.names)
     matched = pos >= 0
     dev = np.full(len(pos), np.nan)
     wa = g_a.grains["work"].to_numpy(np.int64)
