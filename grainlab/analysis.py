@@ -302,7 +302,8 @@ class Comparison:
                                 "(different programs or inputs?)")
         gr = gb.grains
         dev = gr[work_deviation.COLUMN].to_numpy(np.float64)
-        pos = work_deviation.match(ga.grains, gr, ga.names, gb.names)
+        pos = work_deviation.match(ga.grains, gr, work_deviation.hashes_of(ga),
+                                   work_deviation.hashes_of(gb))
         work_a = np.where(pos >= 0, ga.grains["work"].to_numpy(np.int64)[np.maximum(pos, 0)], 0)
         with np.errstate(invalid="ignore"):
             inflated = dev > threshold
@@ -375,7 +376,7 @@ class Comparison:
                         "work_b_ns": int(pg.at[i, "work_b_ns"]),
                         "work_deviation": float(pg.at[i, "work_deviation"])}
                        for i, name in zip(order.tolist(),
-                                          self._graph_b.identities(pg.index.to_numpy()[order]))],
+                                          _identities(self._graph_b, pg.index.to_numpy()[order]))],
         })
 
     @cached_property
@@ -417,10 +418,19 @@ def critical_grains(g, locations, path, top) -> list:
     gr = g.grains
     ids = np.asarray(path, np.int64)[:top] if top else np.zeros(0, np.int64)
     locations = np.asarray(locations)
-    names = g.identities(ids)
+    names = _identities(g, ids)
     return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": _text(name),
              "location": str(locations[i]), "work_ns": int(gr.at[i, "work"])}
             for i, name in zip(ids.tolist(), names)]
+
+
+def _identities(g, ids) -> list:
+    """Identity strings of grain ids, made on demand (GrainGraph.identities);
+    from the identity column for graph-like objects without one."""
+    if hasattr(g, "identities"):
+        return list(g.identities(ids))
+    col = g.grains["identity"]
+    return [None if pd.isna(v) else v for v in col.loc[np.asarray(ids, np.int64)]]
 
 
 def _text(identity) -> str:

@@ -126,7 +126,6 @@ class AppData:
         row = self.grains.loc[gid]
         # the identity, made for this grain (the column exists only while
         # identities are short: grainlab.identity)
-        row = row.drop(labels=["identity_node"], errors="ignore")
         if "identity" not in row.index:
             ident = g.identities([gid])[0]
             row = pd.concat([pd.Series({"kind": row["kind"], "identity": ident}, dtype=object),

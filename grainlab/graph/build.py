@@ -978,7 +978,6 @@ class _Builder:
         })
         for name, v in counters.items():
             grains[name] = v[gsel]
-        grains["identity_node"] = grain_node
         grains.index.name = "grain"
 
         ctx = self.ctx
@@ -996,11 +995,10 @@ class _Builder:
             "thread": fthread[csel],
             "start": np.where(gstart[csel] == I64MAX, -1, gstart[csel]), "end": gend[csel],
             "work": work[csel], "join": self.ctx_waiter[csel],
-            "identity_node": ctx["node"].to_numpy(np.int64),
         }, index=pd.RangeIndex(G, G + self.C, name="context"))
         # identity strings: a column only while every one is short
         # (grainlab.identity.max_chars), else made on demand (g.identities)
-        both = np.concatenate([grain_node, contexts["identity_node"].to_numpy()])
+        both = np.concatenate([grain_node, ctx["node"].to_numpy(np.int64)])
         if names.max_length(both) <= max_chars():
             text = names.arrow(both)
             grains["identity"] = string_column(text.slice(0, G))
@@ -1013,7 +1011,7 @@ class _Builder:
                      "creation_quantile": self.q,
                      "trace_path": str(getattr(self.trace, "path", ""))})
         return GrainGraph(nodes=nodes, edges=edges, grains=grains, contexts=contexts, meta=meta,
-                          names=names)
+                          names=names, identity_node=both)
 
 
 def _chunk_names(names, region_node, ch_region, ch_seq, first):

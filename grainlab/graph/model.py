@@ -21,10 +21,11 @@ class GrainGraph:
     """
 
     def __init__(self, nodes: pd.DataFrame, edges: pd.DataFrame, grains: pd.DataFrame,
-                 contexts: pd.DataFrame, meta: dict, names=None):
-        # identity forest (grainlab.identity); grains/contexts "identity_node"
-        # are its nodes. None for a graph without one (e.g. an old saved one).
+                 contexts: pd.DataFrame, meta: dict, names=None, identity_node=None):
+        # identity forest (grainlab.identity) and the node of every grain then
+        # every context in it (by id); None for a graph without one.
         self.names = names
+        self.identity_node = None if identity_node is None else np.asarray(identity_node, np.int64)
         self.nodes = nodes
         self.edges = edges
         self.grains = grains
@@ -58,10 +59,20 @@ class GrainGraph:
     # -- identities --------------------------------------------------------
     def identity_nodes(self) -> np.ndarray | None:
         """Identity-forest node of every grain then every context (by id)."""
-        if self.names is None or "identity_node" not in self.grains:
+        if self.names is None or self.identity_node is None or \
+                len(self.identity_node) != len(self.grains) + len(self.contexts):
             return None
-        return np.concatenate([self.grains["identity_node"].to_numpy(np.int64),
-                               self.contexts["identity_node"].to_numpy(np.int64)])
+        return self.identity_node
+
+    def identity_hashes(self):
+        """(h1, h2, valid) per grain (row order = grain id): the 128-bit
+        identity hash (grainlab.identity), or None without a forest."""
+        nodes = self.identity_nodes()
+        if nodes is None:
+            return None
+        nodes = nodes[:len(self.grains)]
+        h1, h2 = self.names.hashes(nodes)
+        return h1, h2, self.names.valid(nodes)
 
     def identities(self, ids=None) -> np.ndarray:
         """Identity strings of grain / context ids (default: every grain),
