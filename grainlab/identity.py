@@ -31,9 +31,8 @@ value).  Work deviation and `compare` match grains by (kind, hash).
 Strings are made only on demand: `strings(nodes)` walks each requested node
 up to its root (O(k x depth) for k nodes), `all_strings()` builds every
 node's string top-down in Arrow (O(total characters): for exports and for
-the `identity` / `lineage` columns, which are materialised only while every
-identity is at most MAX_CHARS characters long, so their size per row never
-grows with depth).
+the `identity` / `lineage` columns, which are materialised only while they
+are small: see `materialise`).
 """
 from __future__ import annotations
 
@@ -48,18 +47,40 @@ _PREFIX = ["", ".", ".p", ".p", ".w", ".t", "@", "?"]
 _NOTHING = pa.scalar("", pa.large_string())
 
 # Identity columns (grains/contexts "identity", tasks "lineage") are
-# materialised only while the longest identity has at most this many
-# characters; otherwise they are left out and made on demand.
+# materialised only while every identity has at most MAX_CHARS characters
+# (any number of rows: shallow trees, as always) or all of them together
+# have at most TOTAL_CHARS (small graphs of any depth); otherwise they are
+# left out and made on demand. Either way their size never grows with depth
+# beyond max(MAX_CHARS per row, TOTAL_CHARS).
 DEFAULT_MAX_CHARS = 256
+DEFAULT_TOTAL_CHARS = 64 << 20
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    try:
+        return int(text) if text else default
+    except ValueError:
+        return default
 
 
 def max_chars() -> int:
-    """The column limit (GRAINLAB_IDENTITY_MAX_CHARS overrides it; tests)."""
-    text = os.environ.get("GRAINLAB_IDENTITY_MAX_CHARS", "").strip()
-    try:
-        return int(text) if text else DEFAULT_MAX_CHARS
-    except ValueError:
-        return DEFAULT_MAX_CHARS
+    """Per-identity limit (GRAINLAB_IDENTITY_MAX_CHARS overrides it)."""
+    return _env_int("GRAINLAB_IDENTITY_MAX_CHARS", DEFAULT_MAX_CHARS)
+
+
+def total_chars() -> int:
+    """Limit on all identities of a column together
+    (GRAINLAB_IDENTITY_TOTAL_CHARS overrides it)."""
+    return _env_int("GRAINLAB_IDENTITY_TOTAL_CHARS", DEFAULT_TOTAL_CHARS)
+
+
+def materialise(names: "Names", nodes) -> bool:
+    """Whether identity strings of `nodes` become a column (see above)."""
+    nodes = np.asarray(nodes, np.int64)
+    nodes = nodes[nodes >= 0]
+    length = names.length[nodes]
+    return bool(length.max(initial=0) <= max_chars() or int(length.sum()) <= total_chars())
 
 
 _U = np.uint64

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from . import schema as S
 from .identity import EXPLICIT as EXPLICIT_STEP, IMPLICIT as IMPLICIT_STEP
-from .identity import PARALLEL, ROOT, Names, max_chars, string_column
+from .identity import PARALLEL, ROOT, Names, materialise, string_column
 from .idindex import IdIndex
 
 _NOTHING = pa.scalar("", pa.large_string())  # separator of Arrow string joins
@@ -239,7 +239,7 @@ def _add_lineage(tasks, regions):
                             np.where(initial | (parent_pos >= 0), tag, -1).astype(np.int8), a, b)
     tasks["depth"] = names.level
     tasks.attrs["names"] = names
-    if names.max_length(np.arange(n)) <= max_chars():
+    if materialise(names, np.arange(n)):
         tasks["lineage"] = string_column(names.arrow(np.arange(n)))
     del tasks["_tsc"]
 

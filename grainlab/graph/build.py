@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from .. import schema as S
 from ..identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
-from ..identity import WORKSHARE as WORKSHARE_STEP, max_chars, string_column
+from ..identity import WORKSHARE as WORKSHARE_STEP, materialise, string_column
 from ..idindex import IdIndex
 from .events import counter_deltas, load_rows
 from .model import EDGE_TYPES, JOIN_KINDS, NODE_TYPES, GrainGraph
@@ -997,9 +997,10 @@ class _Builder:
             "work": work[csel], "join": self.ctx_waiter[csel],
         }, index=pd.RangeIndex(G, G + self.C, name="context"))
         # identity strings: a column only while every one is short
-        # (grainlab.identity.max_chars), else made on demand (g.identities)
+        # or few (grainlab.identity.materialise), else made on demand
+        # (g.identities)
         both = np.concatenate([grain_node, ctx["node"].to_numpy(np.int64)])
-        if names.max_length(both) <= max_chars():
+        if materialise(names, both):
             text = names.arrow(both)
             grains["identity"] = string_column(text.slice(0, G))
             contexts["identity"] = string_column(text.slice(G))
