@@ -144,12 +144,11 @@ class Names:
     and hash lanes h1[i], h2[i] (0, 0 when it has no identity).  Immutable:
     `extend` returns a new forest (copies share nothing mutable)."""
 
-    __slots__ = ("parent", "tag", "a", "b", "level", "length", "h1", "h2", "_all")
+    __slots__ = ("parent", "tag", "a", "b", "level", "length", "h1", "h2")
 
     def __init__(self, parent, tag, a, b, level, length, h1, h2):
         self.parent, self.tag, self.a, self.b = parent, tag, a, b
         self.level, self.length, self.h1, self.h2 = level, length, h1, h2
-        self._all = None
 
     def __len__(self):
         return len(self.parent)
@@ -162,7 +161,7 @@ class Names:
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self, s).nbytes for s in self.__slots__[:-1])
+        return sum(getattr(self, s).nbytes for s in self.__slots__)
 
     # -- construction ---------------------------------------------------------
     @classmethod
@@ -295,45 +294,42 @@ class Names:
 
     def all_strings(self) -> pa.LargeStringArray:
         """Every node's identity (null where it has none), built top-down one
-        level at a time in Arrow; kept for later calls."""
-        if self._all is not None:
-            return self._all
-        n = len(self)
-        order = np.flatnonzero(self.level >= 0)
-        order = order[np.argsort(self.level[order], kind="stable")]
-        bounds = np.searchsorted(self.level[order], np.arange(int(self.level.max(initial=-1)) + 2))
-        where = np.full(n, -1, np.int64)    # position of a node in the concatenation
-        levels, done = [], 0
-        for lv in range(len(bounds) - 1):
-            nodes = order[bounds[lv]:bounds[lv + 1]]
-            if not len(nodes):
-                continue
-            step = _arrow_steps(self.tag[nodes], self.a[nodes], self.b[nodes])
-            if lv == 0:
-                names = step
-            else:
-                prev = pa.concat_arrays(levels) if len(levels) > 1 else levels[0]
-                levels = [prev]
-                names = pc.binary_join_element_wise(
-                    prev.take(pa.array(where[self.parent[nodes]])), step, _NOTHING)
-            where[nodes] = done + np.arange(len(nodes))
-            done += len(nodes)
-            levels.append(names)
-        if levels:
-            every = pa.concat_arrays(levels) if len(levels) > 1 else levels[0]
-            every = every.cast(pa.large_string())
-        else:
-            every = pa.array([], pa.large_string())
-        self._all = every.take(pa.array(where, mask=where < 0))
-        return self._all
+        level at a time in Arrow (not kept: callers take what they need)."""
+        return self._top_down(np.arange(len(self), dtype=np.int64))
 
     def arrow(self, nodes) -> pa.LargeStringArray:
         """Identity strings of `nodes` as an Arrow array (null: none)."""
         nodes = np.asarray(nodes, np.int64)
         if len(nodes) > 4096 and len(nodes) * 4 > len(self):
-            ok = self.valid(nodes)
-            return self.all_strings().take(pa.array(np.where(ok, nodes, 0), mask=~ok))
+            return self._top_down(nodes)
         return pa.array(self.strings(nodes), pa.large_string())
+
+    def _top_down(self, nodes: np.ndarray) -> pa.LargeStringArray:
+        """Strings of `nodes` from one top-down pass over the whole forest:
+        each level's strings = its parents' (the level above) + its steps,
+        taken straight from the per-level arrays into `nodes` order."""
+        n = len(self)
+        order = np.flatnonzero(self.level >= 0)
+        order = order[np.argsort(self.level[order], kind="stable")]
+        bounds = np.searchsorted(self.level[order], np.arange(int(self.level.max(initial=-1)) + 2))
+        in_level = np.full(n, -1, np.int64)   # position of a node within its level
+        levels = []
+        for lv in range(len(bounds) - 1):
+            level_nodes = order[bounds[lv]:bounds[lv + 1]]
+            step = _arrow_steps(self.tag[level_nodes], self.a[level_nodes], self.b[level_nodes])
+            if lv > 0:   # a node's parent is on the level above
+                step = pc.binary_join_element_wise(
+                    levels[-1].take(pa.array(in_level[self.parent[level_nodes]])), step, _NOTHING)
+            in_level[level_nodes] = np.arange(len(level_nodes))
+            levels.append(step.cast(pa.large_string()))
+        where = np.full(n, -1, np.int64)
+        where[order] = np.arange(len(order))
+        ok = self.valid(nodes)
+        at = np.where(ok, where[np.where(ok, nodes, 0)], 0)
+        every = pa.chunked_array(levels, type=pa.large_string())
+        del levels, in_level, where, order
+        out = every.take(pa.array(at, mask=~ok))
+        return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
 def _arrow_steps(tag, a, b) -> pa.Array:

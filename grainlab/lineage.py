@@ -33,7 +33,9 @@ def build_regions(trace) -> pd.DataFrame:
     return tasks.attrs["regions"]
 
 
-def build_tasks(trace) -> pd.DataFrame:
+def build_tasks(trace, lineage: bool = True) -> pd.DataFrame:
+    """The task table; `lineage` False leaves out the lineage column (the
+    grain graph makes its own identities from the forest in attrs["names"])."""
     ev = trace.events
     regions = _regions(ev)
     initial, implicit = _implicit_tasks(ev, regions)
@@ -43,7 +45,7 @@ def build_tasks(trace) -> pd.DataFrame:
     tasks["kind"] = pd.Categorical.from_codes(tasks["kind"].to_numpy(), categories=KINDS)
     _add_execution_times(ev, tasks)
     _add_flag_columns(tasks)
-    _add_lineage(tasks, regions)
+    _add_lineage(tasks, regions, lineage)
     regions["identity"] = _region_identity(tasks, regions)
     tasks.attrs["regions"] = regions
     return tasks
@@ -180,7 +182,7 @@ def _add_flag_columns(tasks):
         tasks[name] = explicit & ((flags & np.uint32(bit)) != 0)
 
 
-def _add_lineage(tasks, regions):
+def _add_lineage(tasks, regions, with_strings=True):
     n = len(tasks)
     ids = tasks["id"].to_numpy()
     kind = tasks["kind"].cat.codes.to_numpy()
@@ -239,7 +241,7 @@ def _add_lineage(tasks, regions):
                             np.where(initial | (parent_pos >= 0), tag, -1).astype(np.int8), a, b)
     tasks["depth"] = names.level
     tasks.attrs["names"] = names
-    if materialise(names, np.arange(n)):
+    if with_strings and materialise(names, np.arange(n)):
         tasks["lineage"] = string_column(names.arrow(np.arange(n)))
     del tasks["_tsc"]
 

@@ -279,7 +279,7 @@ class _Builder:
         from ..trace import Trace
         if isinstance(self.trace, Trace) and "_tasks" not in vars(self.trace):
             from ..lineage import build_tasks
-            tasks = build_tasks(self.trace)
+            tasks = build_tasks(self.trace, lineage=False)
             return tasks, tasks.attrs["regions"]
         return self.trace.tasks(), self.trace.regions()
 
