@@ -415,3 +415,46 @@ def test_per_task_memory_does_not_grow_with_depth(tmp_path):
     assert int(g.grains["depth"].iat[deepest]) >= 2000
     assert text == _lineage_by_parents(g, deepest)
     assert len(text) > 2 * 2000
+
+
+@pytest.mark.parametrize("env", [{}, ON_DEMAND])
+def test_app_details_show_the_identity_with_or_without_the_column(record, monkeypatch, env):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    from grainlab.app.data import AppData
+    a = grainlab.analyze(record("fib", 10, 3, threads=2).path)   # fresh graph
+    data = AppData(a)
+    g = a.graph
+    assert ("identity" in g.grains) == (not env)
+    want = g.identities()
+    for gid in (0, len(g.grains) - 1):
+        row = data.grain_details(gid)["row"]
+        assert row["identity"] == want[gid]
+        assert list(row.index[:2]) == ["kind", "identity"]
+    # contexts are labelled by their identity either way
+    labels = data._hover_labels(g)
+    G = len(g.grains)
+    assert list(labels[G:]) == ["serial/team code " + s for s in g.identities(g.contexts.index)]
+    assert all(f"#{i} " in labels[i] for i in range(G))
+
+
+def test_saved_analysis_keeps_identities_and_matching(record, tmp_path, monkeypatch):
+    """A saved analysis keeps its identity forest: identities on demand and
+    hash matching work after reopening (here without identity columns)."""
+    for k, v in ON_DEMAND.items():
+        monkeypatch.setenv(k, v)
+    from grainlab.analysis import open as open_analysis
+    a = grainlab.analyze(record("fib", 10, 3, threads=1).path)
+    b = grainlab.analyze(record("fib", 10, 3, threads=2).path)
+    want = a.graph.identities()
+    a.save(tmp_path / "a")
+    back = open_analysis(tmp_path / "a")
+    assert "identity" not in back.graph.grains
+    assert list(back.graph.identities()) == list(want)
+    hashes = back.graph.identity_hashes()
+    assert hashes is not None and hashes[2].all()
+    pos = work_deviation.match(back.graph.grains, b.graph.grains, hashes,
+                               b.graph.identity_hashes())
+    # fib: same tasks in both runs, each matched to the grain of equal identity
+    assert (pos >= 0).all()
+    assert list(want[pos]) == list(b.graph.identities())
