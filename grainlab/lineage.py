@@ -5,23 +5,22 @@ scheduling:
   initial task                         "0"
   implicit task i of region r of L     "L.p<r>.i<i>"  ("L.p<r>" for a single winner)
   explicit child c of L                "L.<c>"
-Lineages are built level by level (by depth): each step names all children of
-the previous level at once with column operations, so the cost is one pass per
-tree level, not one Python step per task.
+Per task only a parent, one step and a 128-bit path hash are kept, computed
+level by level (grainlab/identity.py): nothing per task grows with depth.
+The strings are made on demand (`tasks.attrs["names"].strings(rows)`); the
+`lineage` column exists only while lineages are short or few
+(grainlab.identity.materialise).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import schema as S
 from .identity import EXPLICIT as EXPLICIT_STEP, IMPLICIT as IMPLICIT_STEP
 from .identity import PARALLEL, ROOT, Names, materialise, string_column
 from .idindex import IdIndex
 
-_NOTHING = pa.scalar("", pa.large_string())  # separator of Arrow string joins
 KINDS = ["initial", "implicit", "explicit"]  # tasks()["kind"] categories
 INITIAL, IMPLICIT, EXPLICIT = 0, 1, 2
 
@@ -235,28 +234,13 @@ def _add_lineage(tasks, regions, with_strings=True):
     tag[imp] = np.where(winner[imp], PARALLEL, IMPLICIT_STEP)
     a[imp] = imp_ordinal
     b[imp] = tasks["team_index"].to_numpy()[imp]
-    # a task no root reaches (no known parent) has no identity
-    tree_parent = np.where(initial, -1, np.where(parent_pos >= 0, parent_pos, n))
-    names = Names.from_tree(np.where(tree_parent == n, -1, tree_parent),
-                            np.where(initial | (parent_pos >= 0), tag, -1).astype(np.int8), a, b)
+    # a task no root reaches (no known parent: no step) has no identity
+    names = Names.from_tree(parent_pos, np.where(initial | (parent_pos >= 0), tag, -1), a, b)
     tasks["depth"] = names.level
     tasks.attrs["names"] = names
     if with_strings and materialise(names, np.arange(n)):
         tasks["lineage"] = string_column(names.arrow(np.arange(n)))
     del tasks["_tsc"]
-
-
-def lineage_of(tasks, rows) -> np.ndarray:
-    """Lineage strings of task rows (object array, None: unknown), made on
-    demand from the identity forest (grainlab.identity)."""
-    return tasks.attrs["names"].strings(np.asarray(rows, np.int64))
-
-
-def _arrow_join(*parts) -> pa.Array:
-    """Element-wise concatenation of constants and integer columns, in Arrow."""
-    cols = [pa.scalar(p, pa.large_string()) if isinstance(p, str)
-            else pc.cast(pa.array(np.asarray(p)), pa.large_string()) for p in parts]
-    return pc.binary_join_element_wise(*cols, _NOTHING)
 
 
 def _region_identity(tasks, regions):
@@ -269,33 +253,3 @@ def _region_identity(tasks, regions):
     tasks.attrs["names"] = names
     regions["identity_node"] = nodes
     return names.strings(nodes)
-
-
-def _concat_known(left, right):
-    """left + right where left is a string; None where left is unknown."""
-    out = np.full(len(left), None, dtype=object)
-    ok = pd.notna(pd.Series(left, dtype=object)).to_numpy()
-    out[ok] = left[ok] + right[ok]
-    return out
-
-
-def _join(*parts) -> np.ndarray:
-    """Element-wise string concatenation of constants and integer columns."""
-    n = max((len(p) for p in parts if not isinstance(p, str)), default=0)
-    out = np.full(n, "", dtype=object)
-    for p in parts:
-        out = out + (p if isinstance(p, str) else int_strings(p))
-    return out
-
-
-def int_strings(values) -> np.ndarray:
-    """Decimal strings of small non-negative integers (child numbers, team
-    indices) by table look-up: str() once per distinct value, not per row."""
-    values = np.asarray(values)
-    if len(values) == 0:
-        return np.empty(0, dtype=object)
-    lo, hi = int(values.min()), int(values.max())
-    if lo < 0 or hi > 1 << 22:
-        return values.astype(str).astype(object)
-    table = np.array([str(i) for i in range(hi + 1)], dtype=object)
-    return table[values]
