@@ -304,6 +304,35 @@ class Names:
             return self._top_down(nodes)
         return pa.array(self.strings(nodes), pa.large_string())
 
+    def short(self, nodes, steps: int = 4) -> pa.LargeStringArray:
+        """A fixed-size label per node for outputs that name every node of a
+        huge deep graph (exports): the full identity when it has at most
+        `steps` steps, else "…" + its last `steps` steps; then " #" and the
+        32 hex digits of its 128-bit hash (the same in every run, so labels
+        still match across runs). Null where a node has no identity. Cost
+        O(k x steps) for k nodes, whatever the depth."""
+        nodes = np.asarray(nodes, np.int64)
+        ok = self.valid(nodes)
+        cur = np.where(ok, nodes, -1)
+        text = pa.array(np.full(len(nodes), "", dtype=object), pa.large_string())
+        for _ in range(steps):
+            live = cur >= 0
+            if not live.any():
+                break
+            c = np.maximum(cur, 0)
+            step = _arrow_steps(self.tag[c], self.a[c], self.b[c])
+            text = pc.if_else(pa.array(live), pc.binary_join_element_wise(step, text, _NOTHING),
+                              text)
+            cur = np.where(live, self.parent[c], -1)
+        cut = cur >= 0       # more steps above: abbreviated
+        text = pc.if_else(pa.array(cut), pc.binary_join_element_wise(
+            pa.scalar("\u2026", pa.large_string()), text, _NOTHING), text)
+        h1, h2 = self.hashes(nodes)
+        digits = pa.array([f" #{x:016x}{y:016x}" for x, y in zip(h1.tolist(), h2.tolist())],
+                          pa.large_string())
+        out = pc.binary_join_element_wise(text, digits, _NOTHING)
+        return pc.if_else(pa.array(ok), out, pa.scalar(None, pa.large_string()))
+
     def _top_down(self, nodes: np.ndarray) -> pa.LargeStringArray:
         """Strings of `nodes` from one top-down pass over the whole forest:
         each level's strings = its parents' (the level above) + its steps,

@@ -458,3 +458,36 @@ def test_saved_analysis_keeps_identities_and_matching(record, tmp_path, monkeypa
     # fib: same tasks in both runs, each matched to the grain of equal identity
     assert (pos >= 0).all()
     assert list(want[pos]) == list(b.graph.identities())
+
+
+def test_exports_of_graphs_without_identity_columns_use_short_labels(record, tmp_path,
+                                                                      monkeypatch):
+    """A graph whose identities are not kept (forced here: huge deep graphs in
+    practice) is exported with fixed-size labels: the identity's last 4
+    steps ("…" when cut) and its 128-bit hash."""
+    import networkx as nx
+    from grainlab.export import write_graphml, write_perfetto
+    for k, v in ON_DEMAND.items():
+        monkeypatch.setenv(k, v)
+    g = grainlab.analyze(record("fib", 10, 3, threads=2).path).graph
+    full = list(g.identities(np.arange(len(g.grains) + len(g.contexts))))
+    h1, h2 = g.names.hashes(g.identity_nodes())
+
+    def expected(i):
+        s = full[i]
+        # the steps of a lineage: "0", ".p0", ".<c>" (fib has no implicit ".i")
+        steps = [s.split(".")[0]] + ["." + p for p in s.split(".")[1:]]
+        shown = "".join(steps[-4:])
+        return ("\u2026" if len(steps) > 4 else "") + shown + f" #{h1[i]:016x}{h2[i]:016x}"
+    assert any(len(s.split(".")) > 4 for s in full)       # some are cut
+    G = nx.read_graphml(write_graphml(g, tmp_path / "g.graphml") and tmp_path / "g.graphml")
+    owner = g.nodes["grain"].to_numpy()
+    for n, o in zip(g.nodes.index, owner):
+        if o >= 0:
+            assert G.nodes[f"n{n}"]["identity"] == expected(o)
+    write_perfetto(g, tmp_path / "t.json")
+    events = json.load(open(tmp_path / "t.json"))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    got = {e["args"]["grain"]: e["args"]["identity"] for e in events
+           if isinstance(e.get("args"), dict) and "grain" in e["args"]}
+    assert got and all(v == expected(k) for k, v in got.items())
