@@ -333,6 +333,8 @@ def _same_output(args, env):
     forced = run_cli(*args, env=env)
     assert normal.returncode == 0, normal.stderr
     assert forced.returncode == 0, forced.stderr
+    # the printed text, byte for byte (parsed dicts would differ on NaN != NaN)
+    assert normal.stdout == forced.stdout
     return json.loads(normal.stdout), json.loads(forced.stdout)
 
 
@@ -341,7 +343,6 @@ def _same_output(args, env):
 def test_analyze_json_same_with_identities_on_demand(record, program, args):
     t = record(program, *args, threads=2)
     normal, forced = _same_output(("analyze", "--json", t.path), ON_DEMAND)
-    assert normal == forced
     assert normal["critical_path_grains"]
     assert all(c["identity"] not in ("", "nan") for c in normal["critical_path_grains"])
 
@@ -350,7 +351,6 @@ def test_compare_json_same_with_identities_on_demand(record):
     a = record("fib", 14, 4, threads=1)
     b = record("fib", 14, 4, threads=2)
     normal, forced = _same_output(("compare", "--json", a.path, b.path), ON_DEMAND)
-    assert normal == forced
     # fib(14) with cutoff 4: every task of B is matched in A (same shape)
     assert normal["matched"] == normal["grains_b"] == normal["grains_a"]
     assert normal["grains"] and all(g["identity"].startswith("0.p0") for g in normal["grains"])
