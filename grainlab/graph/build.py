@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from .. import schema as S
 from ..identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
@@ -133,31 +132,6 @@ def _frame(columns: dict, index=None) -> pd.DataFrame:
         # pandas 3 deprecates copy=False (CoW makes it lazy) but still honours it
         warnings.simplefilter("ignore")
         return pd.DataFrame(columns, index=index, copy=False)
-
-
-_STR = pd.StringDtype("pyarrow", na_value=np.nan)   # pandas' default "str" dtype
-
-
-def _empty_strings(n) -> pa.Array:
-    """n empty strings as an Arrow array (two small buffers, no per-row object)."""
-    return pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(np.zeros(n + 1, dtype=np.int64)), pa.py_buffer(b""))
-
-
-def _strings(parts) -> pd.api.extensions.ExtensionArray:
-    """One pandas str column from pieces: pandas/Arrow string arrays or numpy
-    object arrays of str, concatenated in Arrow."""
-    arrays = []
-    for p in parts:
-        if isinstance(p, np.ndarray):
-            p = pa.array(p, type=pa.large_string())
-        elif hasattr(p, "__arrow_array__"):    # a pandas Arrow-backed array
-            p = p.__arrow_array__()
-        chunks = p.chunks if isinstance(p, pa.ChunkedArray) else [p]
-        arrays.extend(c.cast(pa.large_string()) for c in chunks)
-    # one chunk, as pandas makes from a numpy column (exports read its buffers)
-    one = pa.concat_arrays(arrays) if arrays else pa.array([], pa.large_string())
-    return pd.array(one, dtype=_STR)
 
 
 def _series(values, index) -> pd.Series:
@@ -929,7 +903,11 @@ class _Builder:
         first_it = np.full(G, -1, np.int64)
         iters = np.full(G, -1, np.int64)
         inferred = np.zeros(G, bool)
-        loop = [_empty_strings(T)]
+        # loop instance per chunk as a categorical: one string per distinct
+        # loop instance (its length grows with the region's depth), a code per
+        # grain; tasks ""
+        loop_codes = np.zeros(G, np.int32)
+        loop_names = [""]
         loop_thread = np.full(G, -1, np.int32)
         bk = np.full(G, np.nan)
         if K:
@@ -940,7 +918,7 @@ class _Builder:
             codeptr[T:] = r.take("codeptr", self._pos(self.ch_loop_row))
             names, grain_node[T:], chunk_loop = _chunk_names(
                 names, self.region_node, self.ch_region, self.ch_seq, first_it[T:])
-            loop.append(chunk_loop)
+            loop_codes[T:], loop_names = chunk_loop
             master = self.ctx[self.is_implicit[T:] & (self.ctx["team_index"].to_numpy() == 0)]
             mt = _series(master["thread"].to_numpy(np.float64), master["region"].to_numpy(np.uint64))
             loop_thread[T:] = mt.reindex(self.ch_region).to_numpy(na_value=-1).astype(np.int32)
@@ -973,7 +951,8 @@ class _Builder:
             "n_children": np.concatenate([n_children[:T], np.zeros(K, np.int64)]).astype(np.int32),
             "creation_cost": fork_w[gsel], "bookkeeping_cost": bk,
             "join": waiter, "sync_cost": sync_cost,
-            "loop": _strings(loop), "loop_thread": loop_thread,
+            "loop": pd.Categorical.from_codes(loop_codes, categories=loop_names),
+            "loop_thread": loop_thread,
             "first_iteration": first_it, "iterations": iters, "inferred": inferred,
         })
         for name, v in counters.items():
@@ -1017,8 +996,9 @@ class _Builder:
 
 def _chunk_names(names, region_node, ch_region, ch_seq, first):
     """Identity nodes of worksharing chunks ("<region>.w<k>@<first>"; "?" for
-    a region nobody can name) and their loop strings ("<region>.w<k>"), made
-    once per distinct loop instance."""
+    a region nobody can name) and their loop instances ("<region>.w<k>") as
+    (code per chunk, categories: "" then each distinct loop string, made
+    once per distinct loop instance)."""
     rnode = region_node.reindex(ch_region).to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
     unknown = ~names.valid(rnode)
     if unknown.any():
@@ -1028,6 +1008,9 @@ def _chunk_names(names, region_node, ch_region, ch_seq, first):
                                return_inverse=True)
     inverse = np.asarray(inverse).ravel()
     names, loops = names.extend(pairs[0], WORKSHARE_STEP, pairs[1], 0)
-    loop_text = pa.array(names.strings(loops), pa.large_string()).take(pa.array(inverse))
+    codes, uniques = pd.factorize(pd.Series(names.strings(loops), dtype=object))
+    categories = [""] + [u for u in uniques if u != ""]
+    where = {u: i for i, u in enumerate(categories)}
+    code = np.array([where[u] for u in uniques], np.int32)[codes][inverse]
     names, chunks = names.extend(loops[inverse], FIRST_STEP, first, 0)
-    return names, chunks, loop_text
+    return names, chunks, (code, categories)
