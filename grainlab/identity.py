@@ -15,18 +15,19 @@ every step down to it (docs/trace-format.md "Identity", grainlab/lineage.py):
 
 Per node the forest holds a fixed number of integers: parent, tag, a, b,
 level, string length and a 128-bit path hash (two uint64 lanes), computed
-level by level with numpy: hash(node) = mix(hash(parent), tag, a, b), each
-lane a multiply-add followed by a 64-bit finalizer (splitmix64's in lane 1,
-MurmurHash3's fmix64 in lane 2).  Nothing per node grows with depth.
+level by level with numpy: hash(node) = mix(hash(parent), hash(tag, a, b)),
+mix being, per lane, a multiply-add followed by a 64-bit finalizer
+(splitmix64's in lane 1, MurmurHash3's fmix64 in lane 2).  Nothing per node
+grows with depth.
 
 The hash depends only on the sequence of steps, which the string spells
 unambiguously, so equal identity strings always have equal hashes (the same
 program shape gives the same hashes in every run, whatever the schedule).
 Different strings get equal hashes only by a 128-bit collision: for n
 distinct identities the probability of any collision is below n^2 / 2^129
-(~1.5e-23 for 10^8 identities), and for a fixed parent, distinct single-value
-steps never collide within a lane (each mixing step is a bijection of the
-value).  Work deviation and `compare` match grains by (kind, hash).
+(~1.5e-23 for 10^8 identities); for a fixed parent, two siblings collide in
+a lane only if their step hashes do (mix is a bijection of its second
+argument for a fixed first).  Work deviation and `compare` match grains by (kind, hash).
 
 Strings are made only on demand: `strings(nodes)` walks each requested node
 up to its root (O(k x depth) for k nodes), `all_strings()` builds every
@@ -105,10 +106,16 @@ def _mix(h: np.ndarray, x: np.ndarray, lane) -> np.ndarray:
     return z
 
 
-def _step_hash(parent_h: np.ndarray, tag, a, b, lane) -> np.ndarray:
-    h = _mix(parent_h, np.asarray(tag).astype(np.uint64), lane)
+def _step_only(tag, a, b, lane) -> np.ndarray:
+    """Hash of a step alone (tag, a, b), computed for all nodes at once."""
+    h = _mix(np.zeros(len(np.atleast_1d(tag)), _U), np.asarray(tag).astype(np.uint64), lane)
     h = _mix(h, np.asarray(a, np.int64).view(np.uint64), lane)
     return _mix(h, np.asarray(b, np.int64).view(np.uint64), lane)
+
+
+def _step_hash(parent_h: np.ndarray, tag, a, b, lane) -> np.ndarray:
+    """hash(node) = mix(hash(parent), hash of its step)."""
+    return _mix(parent_h, _step_only(tag, a, b, lane), lane)
 
 
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
@@ -182,6 +189,8 @@ class Names:
         length = np.zeros(n, np.int64)
         h1, h2 = np.zeros(n, _U), np.zeros(n, _U)
         step_len = _step_length(tag, a, b)
+        # the step hashes of all nodes at once; per level one mix per lane
+        s1, s2 = _step_only(tag, a, b, _LANES[0]), _step_only(tag, a, b, _LANES[1])
         roots = np.flatnonzero((parent < 0) & ((tag == ROOT) | (tag == UNKNOWN)))
         has_parent = np.flatnonzero(parent >= 0)
         kids = has_parent[np.argsort(parent[has_parent], kind="stable")]
@@ -196,9 +205,8 @@ class Names:
             else:
                 p = parent[frontier]
                 ph1, ph2, plen = h1[p], h2[p], length[p]
-            t, x, y = tag[frontier], a[frontier], b[frontier]
-            h1[frontier] = _step_hash(ph1, t, x, y, _LANES[0])
-            h2[frontier] = _step_hash(ph2, t, x, y, _LANES[1])
+            h1[frontier] = _mix(ph1, s1[frontier], _LANES[0])
+            h2[frontier] = _mix(ph2, s2[frontier], _LANES[1])
             length[frontier] = plen + step_len[frontier]
             level[frontier] = lv
             counts = count[frontier]
