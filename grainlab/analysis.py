@@ -236,7 +236,7 @@ class Analysis:
             "memory_hierarchy_utilization": summary["memory_hierarchy_utilization"],
             "scatter_distance": summary["scatter_distance"],
             "locations": top_locations(g.grains, self.locations, found, th, top),
-            "critical_path_grains": critical_grains(g.grains, self.locations,
+            "critical_path_grains": critical_grains(g, self.locations,
                                                     summary["critical_path"], top),
         })
 
@@ -302,14 +302,19 @@ class Comparison:
                                 "(different programs or inputs?)")
         gr = gb.grains
         dev = gr[work_deviation.COLUMN].to_numpy(np.float64)
-        pos = work_deviation.match(ga.grains, gr)
+        pos = work_deviation.match(ga.grains, gr, work_deviation.hashes_of(ga),
+                                   work_deviation.hashes_of(gb))
         work_a = np.where(pos >= 0, ga.grains["work"].to_numpy(np.int64)[np.maximum(pos, 0)], 0)
         with np.errstate(invalid="ignore"):
             inflated = dev > threshold
         self.matched = ~np.isnan(dev)
         self.inflated = inflated
+        self._graph_b = gb
+        # identities: a column only when the graph has one (short identities);
+        # report() makes the ones it prints on demand
+        per = {"identity": gr["identity"].to_numpy()} if "identity" in gr else {}
         self.per_grain = pd.DataFrame({
-            "identity": gr["identity"].to_numpy(), "kind": gr["kind"].to_numpy(),
+            **per, "kind": gr["kind"].to_numpy(),
             "location": b.locations.to_numpy(), "work_a_ns": work_a,
             "work_b_ns": gr["work"].to_numpy(np.int64), "work_deviation": dev,
             "inflated": inflated, "on_critical_path": gr["on_critical_path"].to_numpy(bool)},
@@ -365,12 +370,13 @@ class Comparison:
                            "work_a_ns": int(r.work_a_ns), "work_b_ns": int(r.work_b_ns),
                            "work_deviation": float(r.work_deviation),
                            "inflated": int(r.inflated)} for k, r in by.iterrows()],
-            "grains": [{"grain": int(i), "identity": str(pg.at[i, "identity"]),
+            "grains": [{"grain": int(i), "identity": _text(name),
                         "kind": str(pg.at[i, "kind"]), "location": str(pg.at[i, "location"]),
                         "work_a_ns": int(pg.at[i, "work_a_ns"]),
                         "work_b_ns": int(pg.at[i, "work_b_ns"]),
                         "work_deviation": float(pg.at[i, "work_deviation"])}
-                       for i in order.tolist()],
+                       for i, name in zip(order.tolist(),
+                                          _identities(self._graph_b, pg.index.to_numpy()[order]))],
         })
 
     @cached_property
@@ -406,12 +412,30 @@ def top_locations(gr, locations, found, th, top) -> list:
             for loc, r in by.iterrows()]
 
 
-def critical_grains(gr, locations, path, top) -> list:
+def critical_grains(g, locations, path, top) -> list:
+    """The first `top` grains of the critical path (identities made for
+    those grains only)."""
+    gr = g.grains
     ids = np.asarray(path, np.int64)[:top] if top else np.zeros(0, np.int64)
     locations = np.asarray(locations)
-    return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": str(gr.at[i, "identity"]),
+    names = _identities(g, ids)
+    return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": _text(name),
              "location": str(locations[i]), "work_ns": int(gr.at[i, "work"])}
-            for i in ids.tolist()]
+            for i, name in zip(ids.tolist(), names)]
+
+
+def _identities(g, ids) -> list:
+    """Identity strings of grain ids, made on demand (GrainGraph.identities);
+    from the identity column for graph-like objects without one."""
+    if hasattr(g, "identities"):
+        return list(g.identities(ids))
+    col = g.grains["identity"]
+    return [None if pd.isna(v) else v for v in col.loc[np.asarray(ids, np.int64)]]
+
+
+def _text(identity) -> str:
+    """An identity as the reports always printed it (str(NaN) for none)."""
+    return "nan" if identity is None else str(identity)
 
 
 def program_of(meta: dict) -> str:

@@ -27,9 +27,7 @@ def build_loops_and_chunks(trace):
     position[thread_order(ev)] = np.arange(len(ev))
     tasks = trace.tasks()
     regions = trace.regions()
-    lineage = pd.Series(tasks["lineage"].to_numpy(dtype=object),
-                        index=tasks["id"].to_numpy(), dtype=object)
-    lineage = lineage[~lineage.index.duplicated()]
+    lineage = _lineage_by_id(tasks)
 
     work = _work_rows(ev, position)
     instances = _instances(work, regions, lineage)
@@ -42,6 +40,21 @@ def build_loops_and_chunks(trace):
     chunks = chunks.sort_values(["loop", "first"], kind="stable",
                                 na_position="last").reset_index(drop=True)
     return loops, chunks[CHUNK_COLUMNS + ["work"]]
+
+
+def _lineage_by_id(tasks):
+    """task ids -> lineage strings (None: unknown task), made on demand for
+    the tasks asked about (grainlab.identity), never for every task."""
+    from .idindex import IdIndex
+    index = IdIndex(tasks["id"].to_numpy())
+    names = tasks.attrs["names"]
+
+    def lineage(ids):
+        ids = np.asarray(ids)
+        if len(ids) == 0:
+            return np.empty(0, dtype=object)
+        return names.strings(index.get(ids.astype(np.uint64)))
+    return lineage
 
 
 def _work_rows(ev, position):
@@ -87,12 +100,11 @@ def _instances(work, regions, lineage):
     region_identity = region_identity[~region_identity.index.duplicated()]
     owner_name = np.where(
         inst["taskloop"].to_numpy(),
-        lineage.reindex(inst["encountering_task"].to_numpy()).to_numpy(dtype=object),
+        lineage(inst["encountering_task"].to_numpy()),
         region_identity.reindex(inst["region"].to_numpy()).to_numpy(dtype=object))
     # Worksharing outside any parallel region: name it after the encountering task.
     fallback = pd.isna(pd.Series(owner_name, dtype=object)).to_numpy()
-    owner_name[fallback] = lineage.reindex(
-        inst["encountering_task"].to_numpy()[fallback]).to_numpy(dtype=object)
+    owner_name[fallback] = lineage(inst["encountering_task"].to_numpy()[fallback])
     unknown = pd.isna(pd.Series(owner_name, dtype=object)).to_numpy()
     owner_name[unknown] = "?"
     inst["loop"] = _concat(owner_name, np.where(inst["taskloop"], ".t", ".w").astype(object),

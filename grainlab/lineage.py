@@ -5,21 +5,22 @@ scheduling:
   initial task                         "0"
   implicit task i of region r of L     "L.p<r>.i<i>"  ("L.p<r>" for a single winner)
   explicit child c of L                "L.<c>"
-Lineages are built level by level (by depth): each step names all children of
-the previous level at once with column operations, so the cost is one pass per
-tree level, not one Python step per task.
+Per task only a parent, one step and a 128-bit path hash are kept, computed
+level by level (grainlab/identity.py): nothing per task grows with depth.
+The strings are made on demand (`tasks.attrs["names"].strings(rows)`); the
+`lineage` column exists only while lineages are short or few
+(grainlab.identity.materialise).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import schema as S
+from .identity import EXPLICIT as EXPLICIT_STEP, IMPLICIT as IMPLICIT_STEP
+from .identity import PARALLEL, ROOT, Names, materialise, string_column
 from .idindex import IdIndex
 
-_NOTHING = pa.scalar("", pa.large_string())  # separator of Arrow string joins
 KINDS = ["initial", "implicit", "explicit"]  # tasks()["kind"] categories
 INITIAL, IMPLICIT, EXPLICIT = 0, 1, 2
 
@@ -31,7 +32,9 @@ def build_regions(trace) -> pd.DataFrame:
     return tasks.attrs["regions"]
 
 
-def build_tasks(trace) -> pd.DataFrame:
+def build_tasks(trace, lineage: bool = True) -> pd.DataFrame:
+    """The task table; `lineage` False leaves out the lineage column (the
+    grain graph makes its own identities from the forest in attrs["names"])."""
     ev = trace.events
     regions = _regions(ev)
     initial, implicit = _implicit_tasks(ev, regions)
@@ -41,7 +44,7 @@ def build_tasks(trace) -> pd.DataFrame:
     tasks["kind"] = pd.Categorical.from_codes(tasks["kind"].to_numpy(), categories=KINDS)
     _add_execution_times(ev, tasks)
     _add_flag_columns(tasks)
-    _add_lineage(tasks, regions)
+    _add_lineage(tasks, regions, lineage)
     regions["identity"] = _region_identity(tasks, regions)
     tasks.attrs["regions"] = regions
     return tasks
@@ -178,7 +181,7 @@ def _add_flag_columns(tasks):
         tasks[name] = explicit & ((flags & np.uint32(bit)) != 0)
 
 
-def _add_lineage(tasks, regions):
+def _add_lineage(tasks, regions, with_strings=True):
     n = len(tasks)
     ids = tasks["id"].to_numpy()
     kind = tasks["kind"].cat.codes.to_numpy()
@@ -216,103 +219,37 @@ def _add_lineage(tasks, regions):
     winner = np.zeros(n, dtype=bool)
     winner[imp] = creators & (creators_in_region == 1)
 
-    # Strings live in Arrow (one buffer per level, built by pyarrow.compute),
-    # never as one Python object per task: 10^7 lineages cost ~0.2 GB, not ~1 GB.
-    # Suffixes: explicit rows' then implicit rows'; suffix_at[row] finds a row's.
-    team_index = tasks["team_index"].to_numpy()[imp]
-    imp_winner = winner[imp]
-    ex_rows = np.flatnonzero(explicit)
-    suffix = pa.concat_arrays([
-        _arrow_join(".", child_index[ex_rows]),
-        pc.if_else(pa.array(imp_winner), _arrow_join(".p", imp_ordinal),
-                   _arrow_join(".p", imp_ordinal, ".i", team_index))])
-    suffix_at = np.zeros(n, dtype=np.int64)
-    suffix_at[ex_rows] = np.arange(len(ex_rows))
-    suffix_at[imp] = len(ex_rows) + np.arange(len(imp))
     tasks["winner"] = winner
 
-    depth = np.full(n, -1, dtype=np.int64)
+    # Identity (grainlab.identity): per task a parent row and one step, a
+    # 128-bit path hash and a level, computed level by level; strings only on
+    # demand (the "lineage" column only while every lineage is short).
+    tag = np.full(n, ROOT, dtype=np.int8)
+    a = np.zeros(n, dtype=np.int64)
+    b = np.zeros(n, dtype=np.int64)
     roots = np.flatnonzero(initial)
-    depth[roots] = 0
-    level_rows = [roots]
-    level_names = [pc.cast(pa.array(np.arange(len(roots))), pa.large_string())]
-    in_level = np.full(n, -1, dtype=np.int64)   # position within its level's names
-    in_level[roots] = np.arange(len(roots))
-
-    # Children of each task, grouped: kids[first[p]:first[p]+count[p]].
-    has_parent = np.flatnonzero(parent_pos >= 0)
-    kids = has_parent[np.argsort(parent_pos[has_parent], kind="stable")]
-    count = np.bincount(parent_pos[has_parent], minlength=n)
-    first = np.concatenate(([0], np.cumsum(count)[:-1]))
-    frontier, level = roots, 0
-    while len(frontier):
-        counts = count[frontier]
-        total = int(counts.sum())
-        if total == 0:
-            break
-        offsets = np.repeat(first[frontier] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        nxt = kids[offsets + np.arange(total)]
-        nxt = nxt[depth[nxt] < 0]  # guard against malformed cycles
-        level += 1
-        names = pc.binary_join_element_wise(
-            level_names[-1].take(pa.array(in_level[parent_pos[nxt]])),
-            suffix.take(pa.array(suffix_at[nxt])), _NOTHING)
-        depth[nxt] = level
-        in_level[nxt] = np.arange(len(nxt))
-        level_rows.append(nxt)
-        level_names.append(names)
-        frontier = nxt
-    # back to task order; tasks no root reaches (malformed) get no lineage
-    where = np.full(n, -1, dtype=np.int64)
-    where[np.concatenate(level_rows)] = np.arange(sum(len(r) for r in level_rows))
-    lineage = pa.concat_arrays(level_names).take(pa.array(where, mask=where < 0))
-    tasks["depth"] = depth
-    tasks["lineage"] = pd.array(lineage, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    a[roots] = np.arange(len(roots))
+    tag[explicit] = EXPLICIT_STEP
+    a[explicit] = child_index[explicit]
+    tag[imp] = np.where(winner[imp], PARALLEL, IMPLICIT_STEP)
+    a[imp] = imp_ordinal
+    b[imp] = tasks["team_index"].to_numpy()[imp]
+    # a task no root reaches (no known parent: no step) has no identity
+    names = Names.from_tree(parent_pos, np.where(initial | (parent_pos >= 0), tag, -1), a, b)
+    tasks["depth"] = names.level
+    tasks.attrs["names"] = names
+    if with_strings and materialise(names, np.arange(n)):
+        tasks["lineage"] = string_column(names.arrow(np.arange(n)))
     del tasks["_tsc"]
 
 
-def _arrow_join(*parts) -> pa.Array:
-    """Element-wise concatenation of constants and integer columns, in Arrow."""
-    cols = [pa.scalar(p, pa.large_string()) if isinstance(p, str)
-            else pc.cast(pa.array(np.asarray(p)), pa.large_string()) for p in parts]
-    return pc.binary_join_element_wise(*cols, _NOTHING)
-
-
 def _region_identity(tasks, regions):
-    # look up only the encountering tasks' lineages (never all 10^7 as objects)
+    """Region nodes in the identity forest ("<encountering lineage>.p<ordinal>")
+    and their strings, made for the region rows only (None when the
+    encountering task is unknown)."""
+    names = tasks.attrs["names"]
     pos = IdIndex(tasks["id"].to_numpy()).get(regions["encountering_task"].to_numpy())
-    owner = np.full(len(pos), None, dtype=object)
-    found = pos >= 0
-    owner[found] = tasks["lineage"].array.take(pos[found]).to_numpy(dtype=object)
-    owner[found & pd.isna(owner)] = None
-    return _concat_known(owner, _join(".p", regions["ordinal"].to_numpy()))
-
-
-def _concat_known(left, right):
-    """left + right where left is a string; None where left is unknown."""
-    out = np.full(len(left), None, dtype=object)
-    ok = pd.notna(pd.Series(left, dtype=object)).to_numpy()
-    out[ok] = left[ok] + right[ok]
-    return out
-
-
-def _join(*parts) -> np.ndarray:
-    """Element-wise string concatenation of constants and integer columns."""
-    n = max((len(p) for p in parts if not isinstance(p, str)), default=0)
-    out = np.full(n, "", dtype=object)
-    for p in parts:
-        out = out + (p if isinstance(p, str) else int_strings(p))
-    return out
-
-
-def int_strings(values) -> np.ndarray:
-    """Decimal strings of small non-negative integers (child numbers, team
-    indices) by table look-up: str() once per distinct value, not per row."""
-    values = np.asarray(values)
-    if len(values) == 0:
-        return np.empty(0, dtype=object)
-    lo, hi = int(values.min()), int(values.max())
-    if lo < 0 or hi > 1 << 22:
-        return values.astype(str).astype(object)
-    table = np.array([str(i) for i in range(hi + 1)], dtype=object)
-    return table[values]
+    names, nodes = names.extend(pos, PARALLEL, regions["ordinal"].to_numpy(np.int64), 0)
+    tasks.attrs["names"] = names
+    regions["identity_node"] = nodes
+    return names.strings(nodes)

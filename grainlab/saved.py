@@ -7,6 +7,8 @@ A saved analysis is a directory:
   nodes.parquet, edges.parquet, grains.parquet, contexts.parquet
                      the grain graph's tables with every metric column
   locations.parquet  the source location of every grain
+  names.parquet      the identity forest (grainlab.identity), and
+  identity.parquet   the node in it of every grain then every context
 
 `open_saved` trusts it only when it was written by this grainlab version from
 a trace (and reference trace) whose content key is unchanged; otherwise the
@@ -86,12 +88,28 @@ def save(a, directory: Path) -> Path:
             pq.write_table(pa.Table.from_pandas(getattr(g, name)), tmp / f"{name}.parquet")
         pq.write_table(pa.table({"location": pa.array(a.locations.to_numpy(), pa.string())}),
                        tmp / "locations.parquet")
+        if g.identity_nodes() is not None:
+            pq.write_table(names_table(g.names), tmp / "names.parquet")
+            pq.write_table(pa.table({"node": g.identity_node}), tmp / "identity.parquet")
         (tmp / "analysis.json").write_text(json.dumps(doc))
         for f in tmp.iterdir():
             os.replace(f, directory / f.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return directory
+
+
+_NAME_FIELDS = ("parent", "tag", "a", "b", "level", "length", "h1", "h2")
+
+
+def names_table(names) -> pa.Table:
+    """The identity forest (grainlab.identity.Names) as a table."""
+    return pa.table({f: getattr(names, f) for f in _NAME_FIELDS})
+
+
+def names_from_table(table: pa.Table):
+    from .identity import Names
+    return Names(*(table.column(f).to_numpy() for f in _NAME_FIELDS))
 
 
 def _read_doc(directory: Path) -> dict:
@@ -144,7 +162,14 @@ def open_saved(directory: Path, progress=None):
             zero_copy_only=False)
     except (OSError, pa.ArrowInvalid) as e:
         raise GrainlabError(f"{directory}: saved analysis is damaged ({e})") from None
-    g = GrainGraph(meta=doc["meta"], **tables)
+    names = identity = None
+    if (directory / "names.parquet").exists():
+        try:
+            names = names_from_table(pq.read_table(directory / "names.parquet"))
+            identity = pq.read_table(directory / "identity.parquet").column("node").to_numpy()
+        except (OSError, pa.ArrowInvalid, KeyError) as e:
+            raise GrainlabError(f"{directory}: saved analysis is damaged ({e})") from None
+    g = GrainGraph(meta=doc["meta"], names=names, identity_node=identity, **tables)
     gd = doc["graph"]
     g.critical_path = np.asarray(gd["critical_path"], np.int64)
     g.critical_grains = np.asarray(gd["critical_grains"], np.int64)

@@ -121,7 +121,10 @@ class Trace:
         mergeable, merged (bools, explicit tasks only), child_index (creation
         order among siblings, -1 for non-explicit), children (explicit children
         count), winner (the implicit task named without team index), depth
-        (0 = initial task), lineage (docs/trace-format.md "Identity").
+        (0 = initial task), lineage (docs/trace-format.md "Identity"; a column
+        only while lineages are short or few, "Compact identity": any row's is
+        `tasks.attrs["names"].strings(rows)`, task row i being node i of that
+        identity forest).
         """
         return self._tasks
 

@@ -75,13 +75,23 @@ class AppData:
         if self.n_grains:
             work_us = (gr["work"].to_numpy(np.float64) / 1e3).round(1).astype(str)
             kind = gr["kind"].astype(str).to_numpy()
-            ident = gr["identity"].astype(str).to_numpy()
+            if "identity" in gr:
+                ident = gr["identity"].astype(str).to_numpy()
+            else:
+                # long identities are not made for every grain: a short
+                # stand-in (the details panel shows the full one)
+                ident = ("depth " + gr["depth"].astype(str).to_numpy() + ", child "
+                         + gr["child_number"].astype(str).to_numpy() + " of #"
+                         + gr["parent"].astype(str).to_numpy())
             labels[:self.n_grains] = (
                 "#" + gr.index.astype(str).to_numpy() + " " + kind + " " + ident + "<br>"
                 + self.locations + "<br>work " + work_us + " us")
         cx = g.contexts
         if len(cx):
-            labels[self.n_grains:] = ("serial/team code " + cx["identity"].astype(str)).to_numpy()
+            cid = g.identities(cx.index.to_numpy()) if "identity" not in cx else \
+                cx["identity"].to_numpy(dtype=object)
+            labels[self.n_grains:] = ("serial/team code " + pd.Series(cid, dtype=object)
+                                      .astype(str)).to_numpy()
         return labels
 
     def _edges(self, g) -> pd.DataFrame:
@@ -114,6 +124,12 @@ class AppData:
             return None
         g = self.analysis.graph
         row = self.grains.loc[gid]
+        # the identity, made for this grain (the column exists only while
+        # identities are short: grainlab.identity)
+        if "identity" not in row.index:
+            ident = g.identities([gid])[0]
+            row = pd.concat([pd.Series({"kind": row["kind"], "identity": ident}, dtype=object),
+                             row.drop(labels=["kind"])])
         nodes = g.nodes
         own = nodes.index[(nodes["grain"].to_numpy() == gid)]
         frag = nodes.loc[own, ["type", "thread", "cpu", "start", "end", "duration"]]

@@ -12,12 +12,27 @@ import pyarrow as pa
 
 from ._text import to_arrow
 
+# Grain-table columns that are not exported as attributes (the identity is
+# exported on its own; identity_node is a position in GrainGraph.names).
+NOT_EXPORTED = ("identity", "identity_node")
+
 # Grain-table columns that hold a code location as text, in order of preference.
 SOURCE_COLUMNS = ("source", "location", "source_location")
 
 
 def owner_identity(g) -> pa.Array:
-    """Identity per owner id: grains 0..G-1 then contexts G..G+C-1."""
+    """Identity per owner id: grains 0..G-1 then contexts G..G+C-1, made
+    from the identity forest when the graph has one. When the graph's
+    identities are too long to keep as a column (grainlab.identity.
+    materialise: a huge deep graph, whose full identities would take
+    O(owners x depth) bytes), each owner is labelled by its last steps and
+    its 128-bit identity hash instead (Names.short)."""
+    nodes = g.identity_nodes() if hasattr(g, "identity_nodes") else None
+    if nodes is not None:
+        from ..identity import materialise
+        if materialise(g.names, nodes):
+            return g.names.arrow(nodes).cast(pa.string())
+        return g.names.short(nodes).cast(pa.string())
     parts = [to_arrow(g.grains["identity"].astype(object))]
     contexts = getattr(g, "contexts", None)
     if contexts is not None and len(contexts):

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _text as T
-from ._labels import owner_identity, owner_index, source_column
+from ._labels import NOT_EXPORTED, owner_identity, owner_index, source_column
 
 NS = ('xmlns="http://graphml.graphdrawing.org/xmlns" '
       'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
@@ -211,7 +211,7 @@ def _owner_blocks(g, taken: set, first_index: int):
 
     identity_text = _block([(key("identity", "string"), identities)])
     source = source_column(grains)
-    names = [c for c in grains.columns if c not in ("identity", source)]
+    names = [c for c in grains.columns if c not in NOT_EXPORTED and c != source]
     if source is not None:
         names.insert(0, source)
     shown_taken = set(taken) | {"identity"}

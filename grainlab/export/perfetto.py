@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _text as T
-from ._labels import owner_identity, owner_index, source_column
+from ._labels import NOT_EXPORTED, owner_identity, owner_index, source_column
 
 RUNTIME_NAMES = {"fork": "create", "bookkeeping": "bookkeeping"}
 FLOW_TYPES = ("creation", "synchronization", "dependence")
@@ -53,7 +53,7 @@ def write_perfetto(g, path) -> dict:
     slices = _Slices()
     identities = owner_identity(g)
     _add_grains(g, slices, identities)
-    _add_contexts(g, slices)
+    _add_contexts(g, slices, identities)
     _add_runtime(g, slices, identities)
     flows = _flows(g)
 
@@ -202,7 +202,7 @@ def _grain_args(grains: pd.DataFrame, ident: pa.Array, ids: np.ndarray) -> pa.Ar
     pieces = ['"identity":"', T.json_escaped(ident), '","grain":', T.ints(pa.array(ids))]
     fields = []
     for name in grains.columns:
-        if name == "identity":
+        if name in NOT_EXPORTED:
             continue
         arr = T.arrow_column(grains[name])
         if isinstance(arr, pa.DictionaryArray):  # the few categories are formatted, not every row
@@ -226,13 +226,13 @@ def _json_value(arr: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise('"', T.json_escaped(arr), '"', "")
 
 
-def _add_contexts(g, slices: _Slices) -> None:
+def _add_contexts(g, slices: _Slices, identities: pa.Array) -> None:
     contexts = getattr(g, "contexts", None)
     if contexts is None or not len(contexts):
         return
     kind = contexts["kind"].astype(str).to_numpy() if "kind" in contexts.columns \
         else np.full(len(contexts), "implicit")
-    ident = T.to_arrow(contexts["identity"].astype(object)).cast(pa.string())
+    ident = identities.slice(len(g.grains))
     label = pa.array(np.where(kind == "initial", "initial task ", "implicit task "))
     names = T.json_escaped(pc.binary_join_element_wise(label, ident, ""))
     work = contexts["work"].to_numpy(dtype=np.int64) if "work" in contexts.columns \

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from .. import schema as S
+from ..identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
+from ..identity import WORKSHARE as WORKSHARE_STEP, materialise, string_column
 from ..idindex import IdIndex
 from .events import counter_deltas, load_rows
 from .model import EDGE_TYPES, JOIN_KINDS, NODE_TYPES, GrainGraph
@@ -133,31 +134,6 @@ def _frame(columns: dict, index=None) -> pd.DataFrame:
         return pd.DataFrame(columns, index=index, copy=False)
 
 
-_STR = pd.StringDtype("pyarrow", na_value=np.nan)   # pandas' default "str" dtype
-
-
-def _empty_strings(n) -> pa.Array:
-    """n empty strings as an Arrow array (two small buffers, no per-row object)."""
-    return pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(np.zeros(n + 1, dtype=np.int64)), pa.py_buffer(b""))
-
-
-def _strings(parts) -> pd.api.extensions.ExtensionArray:
-    """One pandas str column from pieces: pandas/Arrow string arrays or numpy
-    object arrays of str, concatenated in Arrow."""
-    arrays = []
-    for p in parts:
-        if isinstance(p, np.ndarray):
-            p = pa.array(p, type=pa.large_string())
-        elif hasattr(p, "__arrow_array__"):    # a pandas Arrow-backed array
-            p = p.__arrow_array__()
-        chunks = p.chunks if isinstance(p, pa.ChunkedArray) else [p]
-        arrays.extend(c.cast(pa.large_string()) for c in chunks)
-    # one chunk, as pandas makes from a numpy column (exports read its buffers)
-    one = pa.concat_arrays(arrays) if arrays else pa.array([], pa.large_string())
-    return pd.array(one, dtype=_STR)
-
-
 def _series(values, index) -> pd.Series:
     s = pd.Series(values, index=index)
     return s[~s.index.duplicated()]
@@ -234,12 +210,14 @@ class _Builder:
                                       code[cx_rows] != initial_kind))]
         self.explicit = _frame({c: tasks[c].to_numpy()[ex_rows] for c in
                                 ("id", "parent", "flags", "codeptr", "child_index")})
-        # lineages stay Arrow strings (no Python object per task)
-        self.explicit["lineage"] = tasks["lineage"].array.take(ex_rows)
+        # identities stay nodes of the task table's identity forest (task row
+        # = node; grainlab.identity): strings only on demand
+        self.names = tasks.attrs["names"]
+        self.explicit["node"] = ex_rows
         untied = tasks["untied"].to_numpy()[ex_rows]
         self.ctx = _frame({c: tasks[c].to_numpy()[cx_rows] for c in
                            ("id", "parent", "region", "team_index", "team_size", "thread")})
-        self.ctx["lineage"] = tasks["lineage"].array.take(cx_rows)
+        self.ctx["node"] = cx_rows
         self.ctx["kind"] = pd.Categorical.from_codes(code[cx_rows], categories=tasks["kind"].cat.categories)
         explicit, ctx = self.explicit, self.ctx
         del tasks
@@ -265,6 +243,8 @@ class _Builder:
         self.clip[T:][ok] = ends[ok].astype(np.int64) - 1
         self.region_identity = _series(regions["identity"].to_numpy(dtype=object),
                                        regions["id"].to_numpy(np.uint64))
+        self.region_node = _series(regions["identity_node"].to_numpy(np.int64),
+                                   regions["id"].to_numpy(np.uint64))
 
     def _task_table(self):
         """trace.tasks() and trace.regions(); when the trace has not built its
@@ -273,7 +253,7 @@ class _Builder:
         from ..trace import Trace
         if isinstance(self.trace, Trace) and "_tasks" not in vars(self.trace):
             from ..lineage import build_tasks
-            tasks = build_tasks(self.trace)
+            tasks = build_tasks(self.trace, lineage=False)
             return tasks, tasks.attrs["regions"]
         return self.trace.tasks(), self.trace.regions()
 
@@ -927,11 +907,17 @@ class _Builder:
         flags[:T] = ex["flags"].to_numpy(np.uint32)
         codeptr = np.zeros(G, np.uint64)
         codeptr[:T] = ex["codeptr"].to_numpy(np.uint64)
-        identity = [ex["lineage"].array]
+        names = self.names
+        grain_node = np.full(G, -1, np.int64)
+        grain_node[:T] = ex["node"].to_numpy(np.int64)
         first_it = np.full(G, -1, np.int64)
         iters = np.full(G, -1, np.int64)
         inferred = np.zeros(G, bool)
-        loop = [_empty_strings(T)]
+        # loop instance per chunk as a categorical: one string per distinct
+        # loop instance (its length grows with the region's depth), a code per
+        # grain; tasks ""
+        loop_codes = np.zeros(G, np.int32)
+        loop_names = [""]
         loop_thread = np.full(G, -1, np.int32)
         bk = np.full(G, np.nan)
         if K:
@@ -940,11 +926,9 @@ class _Builder:
             iters[T:] = r.take("count", ch).astype(np.int64)
             inferred[T:] = (r.take("flags", ch) & S.CHUNK_INFERRED) != 0
             codeptr[T:] = r.take("codeptr", self._pos(self.ch_loop_row))
-            rname = self.region_identity.reindex(self.ch_region).to_numpy(dtype=object)
-            rname = np.where(pd.isna(rname), "?", rname).astype(object)
-            chunk_loop = rname + ".w" + self.ch_seq.astype(str).astype(object)
-            loop.append(chunk_loop)
-            identity.append(chunk_loop + "@" + first_it[T:].astype(str).astype(object))
+            names, grain_node[T:], chunk_loop = _chunk_names(
+                names, self.region_node, self.ch_region, self.ch_seq, first_it[T:])
+            loop_codes[T:], loop_names = chunk_loop
             master = self.ctx[self.is_implicit[T:] & (self.ctx["team_index"].to_numpy() == 0)]
             mt = _series(master["thread"].to_numpy(np.float64), master["region"].to_numpy(np.uint64))
             loop_thread[T:] = mt.reindex(self.ch_region).to_numpy(na_value=-1).astype(np.int32)
@@ -966,7 +950,7 @@ class _Builder:
         child_number[:T] = ex["child_index"].to_numpy()
         grains = _frame({
             "kind": pd.Categorical(np.repeat(["task", "chunk"], [T, K]), categories=["task", "chunk"]),
-            "identity": _strings(identity),
+            "identity": None,
             "task_id": np.concatenate([ex["id"].to_numpy(np.uint64), np.zeros(K, np.uint64)]),
             "parent": parent, "child_number": child_number, "depth": depth,
             "codeptr": codeptr, "flags": flags,
@@ -977,7 +961,8 @@ class _Builder:
             "n_children": np.concatenate([n_children[:T], np.zeros(K, np.int64)]).astype(np.int32),
             "creation_cost": fork_w[gsel], "bookkeeping_cost": bk,
             "join": waiter, "sync_cost": sync_cost,
-            "loop": _strings(loop), "loop_thread": loop_thread,
+            "loop": pd.Categorical.from_codes(loop_codes, categories=loop_names),
+            "loop_thread": loop_thread,
             "first_iteration": first_it, "iterations": iters, "inferred": inferred,
         })
         for name, v in counters.items():
@@ -992,7 +977,7 @@ class _Builder:
         region = np.where(is_init | pd.isna(region), "", region).astype(object)
         contexts = _frame({
             "kind": pd.Categorical(np.where(is_init, "initial", "implicit"), categories=["initial", "implicit"]),
-            "identity": ctx["lineage"].array,
+            "identity": None,
             "task_id": ctx["id"].to_numpy(np.uint64),
             "parent": cparent, "region": region,
             "team_index": ctx["team_index"].to_numpy(), "team_size": ctx["team_size"].to_numpy(),
@@ -1000,9 +985,42 @@ class _Builder:
             "start": np.where(gstart[csel] == I64MAX, -1, gstart[csel]), "end": gend[csel],
             "work": work[csel], "join": self.ctx_waiter[csel],
         }, index=pd.RangeIndex(G, G + self.C, name="context"))
+        # identity strings: a column only while every one is short
+        # or few (grainlab.identity.materialise), else made on demand
+        # (g.identities)
+        both = np.concatenate([grain_node, ctx["node"].to_numpy(np.int64)])
+        if materialise(names, both):
+            text = names.arrow(both)
+            grains["identity"] = string_column(text.slice(0, G))
+            contexts["identity"] = string_column(text.slice(G))
+        else:
+            del grains["identity"], contexts["identity"]
 
         meta = dict(self.trace.meta)
         meta.update({"creation_cost_estimate_ns": self.creation_estimate,
                      "creation_quantile": self.q,
                      "trace_path": str(getattr(self.trace, "path", ""))})
-        return GrainGraph(nodes=nodes, edges=edges, grains=grains, contexts=contexts, meta=meta)
+        return GrainGraph(nodes=nodes, edges=edges, grains=grains, contexts=contexts, meta=meta,
+                          names=names, identity_node=both)
+
+
+def _chunk_names(names, region_node, ch_region, ch_seq, first):
+    """Identity nodes of worksharing chunks ("<region>.w<k>@<first>"; "?" for
+    a region nobody can name) and their loop instances ("<region>.w<k>") as
+    (code per chunk, categories: "" then each distinct loop string, made
+    once per distinct loop instance)."""
+    rnode = region_node.reindex(ch_region).to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+    unknown = ~names.valid(rnode)
+    if unknown.any():
+        names, (q,) = names.extend([-1], UNKNOWN_STEP, 0, 0)
+        rnode[unknown] = q
+    pairs, inverse = np.unique(np.stack([rnode, np.asarray(ch_seq, np.int64)]), axis=1,
+                               return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    names, loops = names.extend(pairs[0], WORKSHARE_STEP, pairs[1], 0)
+    codes, uniques = pd.factorize(pd.Series(names.strings(loops), dtype=object))
+    categories = [""] + [u for u in uniques if u != ""]
+    where = {u: i for i, u in enumerate(categories)}
+    code = np.array([where[u] for u in uniques], np.int32)[codes][inverse]
+    names, chunks = names.extend(loops[inverse], FIRST_STEP, first, 0)
+    return names, chunks, (code, categories)

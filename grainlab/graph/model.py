@@ -21,7 +21,11 @@ class GrainGraph:
     """
 
     def __init__(self, nodes: pd.DataFrame, edges: pd.DataFrame, grains: pd.DataFrame,
-                 contexts: pd.DataFrame, meta: dict):
+                 contexts: pd.DataFrame, meta: dict, names=None, identity_node=None):
+        # identity forest (grainlab.identity) and the node of every grain then
+        # every context in it (by id); None for a graph without one.
+        self.names = names
+        self.identity_node = None if identity_node is None else np.asarray(identity_node, np.int64)
         self.nodes = nodes
         self.edges = edges
         self.grains = grains
@@ -51,6 +55,50 @@ class GrainGraph:
     def parallelism(self) -> float:
         """Exposed parallelism: total work / span."""
         return float(self.work / self.span) if self.span > 0 else float("nan")
+
+    # -- identities --------------------------------------------------------
+    def identity_nodes(self) -> np.ndarray | None:
+        """Identity-forest node of every grain then every context (by id)."""
+        if self.names is None or self.identity_node is None or \
+                len(self.identity_node) != len(self.grains) + len(self.contexts):
+            return None
+        return self.identity_node
+
+    def identity_hashes(self):
+        """(h1, h2, valid) per grain (row order = grain id): the 128-bit
+        identity hash (grainlab.identity), or None without a forest."""
+        nodes = self.identity_nodes()
+        if nodes is None:
+            return None
+        nodes = nodes[:len(self.grains)]
+        h1, h2 = self.names.hashes(nodes)
+        return h1, h2, self.names.valid(nodes)
+
+    def identities(self, ids=None) -> np.ndarray:
+        """Identity strings of grain / context ids (default: every grain),
+        made on demand (O(k x depth) for k ids): the "identity" column holds
+        them too, but only while every identity is short (grainlab.identity).
+        Object array; None where an id has no identity."""
+        G = len(self.grains)
+        ids = np.arange(G) if ids is None else np.asarray(ids, np.int64).ravel()
+        nodes = self.identity_nodes()
+        if nodes is not None:
+            return self.names.strings(nodes[ids])
+        both = pd.concat([self.grains["identity"].astype(object),
+                          self.contexts["identity"].astype(object)], ignore_index=True)
+        out = both.to_numpy(dtype=object)[ids]
+        out[pd.isna(out)] = None
+        return out
+
+    def identity_arrow(self, ids=None):
+        """identities() as an Arrow large_string array (for exports)."""
+        import pyarrow as pa
+        G = len(self.grains)
+        ids = np.arange(G) if ids is None else np.asarray(ids, np.int64).ravel()
+        nodes = self.identity_nodes()
+        if nodes is not None:
+            return self.names.arrow(nodes[ids])
+        return pa.array(self.identities(ids), pa.large_string())
 
     # -- conversions and reductions --------------------------------------
     def to_igraph(self):

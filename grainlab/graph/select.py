@@ -166,7 +166,11 @@ def _subgraph(g: GrainGraph, keep: np.ndarray, clip, bridge: bool) -> GrainGraph
         _clip_grains(nodes, grains)
 
     meta = dict(g.meta)
-    return GrainGraph(nodes, edges, grains, contexts, meta)
+    nodes_of = g.identity_nodes() if hasattr(g, "identity_nodes") else None
+    ident = None if nodes_of is None else nodes_of[np.concatenate(
+        [np.asarray(kept_g, np.int64), G + np.asarray(kept_c, np.int64)])]
+    return GrainGraph(nodes, edges, grains, contexts, meta,
+                      names=getattr(g, "names", None), identity_node=ident)
 
 
 def _bridges(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:

@@ -18,15 +18,37 @@ from ._graph import is_one_of
 COLUMN = "work_deviation"
 
 
-def match(grains_a: pd.DataFrame, grains_b: pd.DataFrame) -> np.ndarray:
-    """For every grain of B, the row position of the same grain in A, or -1."""
-    def key(gr):
-        return pd.MultiIndex.from_arrays([is_one_of(gr["kind"], "chunk"),
-                                          gr["identity"].to_numpy()])
-    ka, kb = key(grains_a), key(grains_b)
-    keep = ~ka.duplicated(keep="first")
+def match(grains_a: pd.DataFrame, grains_b: pd.DataFrame, hashes_a=None,
+          hashes_b=None) -> np.ndarray:
+    """For every grain of B, the row position of the same grain in A, or -1.
+
+    With both graphs' identity hashes (GrainGraph.identity_hashes(): h1, h2,
+    valid per grain row) grains match by (kind, 128-bit identity hash)
+    (grainlab.identity: equal identities have equal hashes; no string is
+    made); otherwise by (kind, identity string). Grains without an identity
+    match nothing."""
+    if hashes_a is not None and hashes_b is not None:
+        def key(gr, hashes):
+            h1, h2, valid = hashes
+            return (pd.MultiIndex.from_arrays([is_one_of(gr["kind"], "chunk"), h1, h2]),
+                    valid)
+    else:
+        def key(gr, hashes):
+            ident = gr["identity"]
+            return (pd.MultiIndex.from_arrays([is_one_of(gr["kind"], "chunk"),
+                                               ident.to_numpy()]),
+                    ident.notna().to_numpy())
+    (ka, ok_a), (kb, ok_b) = key(grains_a, hashes_a), key(grains_b, hashes_b)
+    keep = ~ka.duplicated(keep="first") & ok_a
     lookup = pd.Series(np.arange(len(ka))[keep], index=ka[keep])
-    return lookup.reindex(kb).fillna(-1).to_numpy(np.int64)
+    pos = lookup.reindex(kb).fillna(-1).to_numpy(np.int64).copy()
+    pos[~ok_b] = -1
+    return pos
+
+
+def hashes_of(g):
+    """g.identity_hashes(), or None for a graph without an identity forest."""
+    return g.identity_hashes() if hasattr(g, "identity_hashes") else None
 
 
 def ratio(work_b: np.ndarray, work_a: np.ndarray) -> np.ndarray:
@@ -40,7 +62,7 @@ def ratio(work_b: np.ndarray, work_a: np.ndarray) -> np.ndarray:
 
 def compute(g_b, g_a) -> dict:
     """Add `work_deviation` to g_b.grains (against reference g_a); return counts."""
-    pos = match(g_a.grains, g_b.grains)
+    pos = match(g_a.grains, g_b.grains, hashes_of(g_a), hashes_of(g_b))
     matched = pos >= 0
     dev = np.full(len(pos), np.nan)
     wa = g_a.grains["work"].to_numpy(np.int64)
