@@ -176,13 +176,13 @@ int main(int argc, char **argv) {
   }
   genmat();
   int n = nb * bs;
-  /* the original as a dense matrix, for the check */
-  double *orig = calloc((size_t)n * n, sizeof(double));
-  for (int i = 0; i < nb; i++)
-    for (int j = 0; j < nb; j++)
-      if (blk(i, j))
-        for (int x = 0; x < bs; x++)
-          memcpy(orig + (size_t)(i * bs + x) * n + j * bs, blk(i, j) + x * bs, sizeof(double) * bs);
+  /* a copy of the original blocks, for the check */
+  double **orig = calloc((size_t)nb * nb, sizeof *orig);
+  for (int x = 0; x < nb * nb; x++)
+    if (A[x]) {
+      orig[x] = malloc(sizeof(double) * bs * bs);
+      memcpy(orig[x], A[x], sizeof(double) * bs * bs);
+    }
   if (use_for) {
 #pragma omp parallel
     lu_for();
@@ -191,28 +191,37 @@ int main(int argc, char **argv) {
 #pragma omp single
     lu_single();
   }
-  /* dense L (unit lower) and U from the factored blocks, then L*U vs orig */
-  double *L = calloc((size_t)n * n, sizeof(double)), *U = calloc((size_t)n * n, sizeof(double));
+  /* L*U block by block: block (i, j) = sum over k <= min(i, j) of L(i,k) U(k,j),
+   * where L(i,i) is the unit lower part of diagonal block i and U(j,j) its upper
+   * part; compare with the original block (zero where it was absent). */
+  double err = 0, *acc = malloc(sizeof(double) * bs * bs);
+  double *lmask = malloc(sizeof(double) * bs * bs), *umask = malloc(sizeof(double) * bs * bs);
   for (int i = 0; i < nb; i++)
     for (int j = 0; j < nb; j++) {
-      double *b = blk(i, j);
-      if (!b) continue;
-      for (int x = 0; x < bs; x++)
-        for (int y = 0; y < bs; y++) {
-          int r = i * bs + x, c = j * bs + y;
-          if (r > c) L[(size_t)r * n + c] = b[x * bs + y];
-          else U[(size_t)r * n + c] = b[x * bs + y];
+      memset(acc, 0, sizeof(double) * bs * bs);
+      int m = i < j ? i : j;
+      for (int k = 0; k <= m; k++) {
+        const double *l = blk(i, k), *u = blk(k, j);
+        if (!l || !u) continue;
+        if (k == i) { /* unit lower part of the diagonal block */
+          for (int x = 0; x < bs; x++)
+            for (int z = 0; z < bs; z++)
+              lmask[x * bs + z] = z < x ? l[x * bs + z] : z == x ? 1.0 : 0.0;
+          l = lmask;
         }
-    }
-  for (int r = 0; r < n; r++) L[(size_t)r * n + r] = 1.0;
-  double err = 0;
-  for (int r = 0; r < n; r++)
-    for (int c = 0; c < n; c++) {
-      double s = 0;
-      int m = r < c ? r : c;
-      for (int k = 0; k <= m; k++) s += L[(size_t)r * n + k] * U[(size_t)k * n + c];
-      double e = fabs(s - orig[(size_t)r * n + c]);
-      if (e > err) err = e;
+        if (k == j) { /* upper part of the diagonal block */
+          for (int z = 0; z < bs; z++)
+            for (int y = 0; y < bs; y++) umask[z * bs + y] = y >= z ? u[z * bs + y] : 0.0;
+          u = umask;
+        }
+        bmod(l, u, acc); /* acc -= l u */
+      }
+      for (int x = 0; x < bs * bs; x++) acc[x] = -acc[x];
+      const double *o = orig[i * nb + j];
+      for (int x = 0; x < bs * bs; x++) {
+        double e = fabs(acc[x] - (o ? o[x] : 0.0));
+        if (e > err) err = e;
+      }
     }
   if (!(err < 1e-9 * n * bs)) {
     fprintf(stderr, "sparselu(%s, %d, %d): max |LU - A| = %g: WRONG\n", argv[1], nb, bs, err);
