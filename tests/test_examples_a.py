@@ -161,6 +161,7 @@ TASKWAITS = {
     "nqueens": nqueens_taskwaits(8, 3),
     "nqueens-deep": nqueens_taskwaits(6, 6),
     "kdcutoff-fixed": kd_tasks(4096, 4, True) // 2,
+    "kdcutoff-buggy": 4096 // 8 - 1,                # every internal node, root included
     "sparselu-single": 2 * 8,                      # two per step
     "strassen": sum(7 ** k for k in range(levels(128, 32))),
     "fft": 2 ** levels(16384, 256) - 1,
