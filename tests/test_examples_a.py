@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
@@ -276,7 +275,7 @@ def test_suite_file_lists_small_medium_large_of_every_program():
     progs = ["nqueens", "sort", "kdcutoff", "sparselu", "strassen", "fft"]
     assert sorted((p, s) for p, s, _ in rows) == sorted(
         (p, s) for p in progs for s in ("small", "medium", "large"))
-    for p, s, args in rows:
+    for p, _size, args in rows:
         if p == "kdcutoff":        # only the fixed build is a suite member
             assert args[-1] == "fixed", args
     # a constant cutoff per program, growing data size (thesis §4.5)
