@@ -1,9 +1,10 @@
 /* imbalance [N [static|dynamic]] — PLANTED PROBLEM: a loop whose schedule
- * creates load imbalance. Iteration i costs about i*i/N units of work (a
- * triangular-squared profile, as in a sweep over a growing triangle), and the
- * loop uses schedule(static): each thread gets one block of consecutive
- * iterations, so the last thread's block carries most of the work (with 2
- * threads: 7/8 of it) while the others wait at the barrier. `grainlab
+ * creates load imbalance. Iteration i costs about i^3/N^2 units of work (a
+ * cost that grows steeply along the loop, as in a sweep over a growing
+ * volume), and the loop uses schedule(static): each thread gets one block of
+ * consecutive iterations, so the last thread's block carries most of the work
+ * (2 threads: 15/16 of it; 4 threads: 175/256) while the others wait at the
+ * barrier. `grainlab
  * analyze` flags load_balance at the loop's line (marked PLANTED below). The
  * fix: `imbalance N dynamic` runs the same loop with schedule(dynamic, 1).
  *
@@ -15,7 +16,7 @@
 static const char *usage = "imbalance [N [static|dynamic]]";
 
 static unsigned long cost(long i, long n) {
-  long rounds = 1 + (long)((double)i * (double)i * 24.0 / (double)n);
+  long rounds = 1 + (long)((double)i * (double)i * (double)i * 32.0 / ((double)n * (double)n));
   return tiny_work((unsigned long)i, (int)rounds) & 0xffff;
 }
 
