@@ -245,7 +245,21 @@ def _check_one_thread_at_a_time(ev, contradiction):
         return
     index = IdIndex(ev["task"].to_numpy()[create])
     task, other, tsc = (ev[c].to_numpy()[sched] for c in ("task", "other", "tsc"))
+    thread = ev["thread"].to_numpy()[sched]
     into, away = index.get(task), index.get(other)
+    # Only a task seen on two threads can run on two at once: a tied task (the
+    # usual case) never moves, so this leaves almost nothing to sort.
+    seen = np.concatenate([into[into >= 0], away[away >= 0]])
+    on = np.concatenate([thread[into >= 0], thread[away >= 0]]).astype(np.int64)
+    lo = np.full(index.n, np.iinfo(np.int64).max)
+    hi = np.full(index.n, -1)
+    np.minimum.at(lo, seen, on)
+    np.maximum.at(hi, seen, on)
+    moved = hi > lo
+    if not moved.any():
+        return
+    into = np.where((into >= 0) & moved[np.maximum(into, 0)], into, -1)
+    away = np.where((away >= 0) & moved[np.maximum(away, 0)], away, -1)
     who = np.concatenate([into[into >= 0], away[away >= 0]])
     when = np.concatenate([tsc[into >= 0], tsc[away >= 0]])
     step = np.concatenate([np.ones(int((into >= 0).sum()), np.int64),
