@@ -29,6 +29,21 @@ static inline long arg_long(int argc, char **argv, int i, long dflt, long lo,
   return v;
 }
 
+/* argv[i] (already parsed as n) must be a power of two, and nothing may
+ * follow argv[last]: else a one-line usage error, exit 2. */
+static inline void require_pow2_and_no_more(long n, int argc, char **argv, int i, int last,
+                                            const char *usage) {
+  if (n & (n - 1)) {
+    fprintf(stderr, "%s: bad argument '%s' (N must be a power of two)\nusage: %s\n", argv[0],
+            argv[i], usage);
+    exit(2);
+  }
+  if (argc > last + 1) {
+    fprintf(stderr, "%s: too many arguments\nusage: %s\n", argv[0], usage);
+    exit(2);
+  }
+}
+
 /* A few dozen cycles of integer mixing the compiler cannot remove: the body of
  * a grain. Returns a value that callers fold into their printed result. */
 static inline unsigned long tiny_work(unsigned long seed, int rounds) {

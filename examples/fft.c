@@ -59,15 +59,7 @@ static double complex root(long m, long n) {
 int main(int argc, char **argv) {
   long n = arg_long(argc, argv, 1, 16384, 1, 1L << 24, usage);
   cutoff = arg_long(argc, argv, 2, 256, 1, 1L << 24, usage);
-  if (n & (n - 1)) {
-    fprintf(stderr, "%s: bad argument '%s' (N must be a power of two)\nusage: %s\n", argv[0],
-            argv[1], usage);
-    return 2;
-  }
-  if (argc > 3) {
-    fprintf(stderr, "%s: too many arguments\nusage: %s\n", argv[0], usage);
-    return 2;
-  }
+  require_pow2_and_no_more(n, argc, argv, 1, 2, usage);
   double complex *x = malloc(sizeof *x * n), *y = malloc(sizeof *y * n);
   unsigned long seed = 5;
   for (long i = 0; i < n; i++) {

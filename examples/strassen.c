@@ -74,15 +74,7 @@ static void mul(int n, const double *a, int lda, const double *b, int ldb, doubl
 int main(int argc, char **argv) {
   int n = (int)arg_long(argc, argv, 1, 128, 1, 4096, usage);
   cutoff = arg_long(argc, argv, 2, 32, 1, 4096, usage);
-  if (n & (n - 1)) {
-    fprintf(stderr, "%s: bad argument '%s' (N must be a power of two)\nusage: %s\n", argv[0],
-            argv[1], usage);
-    return 2;
-  }
-  if (argc > 3) {
-    fprintf(stderr, "%s: too many arguments\nusage: %s\n", argv[0], usage);
-    return 2;
-  }
+  require_pow2_and_no_more(n, argc, argv, 1, 2, usage);
   size_t nn = (size_t)n * n;
   double *a = malloc(sizeof(double) * nn), *b = malloc(sizeof(double) * nn),
          *c = malloc(sizeof(double) * nn);
