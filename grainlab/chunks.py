@@ -27,7 +27,7 @@ def build_loops_and_chunks(trace):
     position[thread_order(ev)] = np.arange(len(ev))
     tasks = trace.tasks()
     regions = trace.regions()
-    lineage = _lineage_by_id(tasks)
+    lineage = _lineage_by_id(tasks, trace.task_names())
 
     work = _work_rows(ev, position)
     instances = _instances(work, regions, lineage)
@@ -42,12 +42,11 @@ def build_loops_and_chunks(trace):
     return loops, chunks[CHUNK_COLUMNS + ["work"]]
 
 
-def _lineage_by_id(tasks):
+def _lineage_by_id(tasks, names):
     """task ids -> lineage strings (None: unknown task), made on demand for
     the tasks asked about (grainlab.identity), never for every task."""
     from .idindex import IdIndex
     index = IdIndex(tasks["id"].to_numpy())
-    names = tasks.attrs["names"]
 
     def lineage(ids):
         ids = np.asarray(ids)

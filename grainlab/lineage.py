@@ -7,11 +7,17 @@ scheduling:
   explicit child c of L                "L.<c>"
 Per task only a parent, one step and a 128-bit path hash are kept, computed
 level by level (grainlab/identity.py): nothing per task grows with depth.
-The strings are made on demand (`tasks.attrs["names"].strings(rows)`); the
+The strings are made on demand (`trace.task_names().strings(rows)`); the
 `lineage` column exists only while lineages are short or few
 (grainlab.identity.materialise).
+
+`build_task_table` returns the task table, the region table and the identity
+forest side by side (a TaskTable), not hidden in `DataFrame.attrs` (pandas
+deep-copies attrs into every frame derived from the table).
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -25,16 +31,18 @@ KINDS = ["initial", "implicit", "explicit"]  # tasks()["kind"] categories
 INITIAL, IMPLICIT, EXPLICIT = 0, 1, 2
 
 
-def build_regions(trace) -> pd.DataFrame:
-    """One row per parallel region: id, encountering task, ordinal on that
-    task, requested team size, flags, begin/end time and thread, identity."""
-    tasks = trace.tasks()
-    return tasks.attrs["regions"]
+class TaskTable(NamedTuple):
+    """tasks: one row per task (Trace.tasks()); regions: one row per parallel
+    region (Trace.regions()); names: the identity forest (grainlab.identity),
+    node i = task row i, regions["identity_node"] the regions' nodes."""
+    tasks: pd.DataFrame
+    regions: pd.DataFrame
+    names: Names
 
 
-def build_tasks(trace, lineage: bool = True) -> pd.DataFrame:
-    """The task table; `lineage` False leaves out the lineage column (the
-    grain graph makes its own identities from the forest in attrs["names"])."""
+def build_task_table(trace, lineage: bool = True) -> TaskTable:
+    """The task and region tables; `lineage` False leaves out the lineage
+    column (the grain graph makes its own identities from the forest)."""
     ev = trace.events
     regions = _regions(ev)
     initial, implicit = _implicit_tasks(ev, regions)
@@ -44,10 +52,9 @@ def build_tasks(trace, lineage: bool = True) -> pd.DataFrame:
     tasks["kind"] = pd.Categorical.from_codes(tasks["kind"].to_numpy(), categories=KINDS)
     _add_execution_times(ev, tasks)
     _add_flag_columns(tasks)
-    _add_lineage(tasks, regions, lineage)
-    regions["identity"] = _region_identity(tasks, regions)
-    tasks.attrs["regions"] = regions
-    return tasks
+    names = _add_lineage(tasks, regions, lineage)
+    names, regions["identity"] = _region_identity(tasks, regions, names)
+    return TaskTable(tasks, regions, names)
 
 
 # ---------------------------------------------------------------------------
@@ -237,19 +244,17 @@ def _add_lineage(tasks, regions, with_strings=True):
     # a task no root reaches (no known parent: no step) has no identity
     names = Names.from_tree(parent_pos, np.where(initial | (parent_pos >= 0), tag, -1), a, b)
     tasks["depth"] = names.level
-    tasks.attrs["names"] = names
     if with_strings and materialise(names, np.arange(n)):
         tasks["lineage"] = string_column(names.arrow(np.arange(n)))
     del tasks["_tsc"]
+    return names
 
 
-def _region_identity(tasks, regions):
+def _region_identity(tasks, regions, names):
     """Region nodes in the identity forest ("<encountering lineage>.p<ordinal>")
     and their strings, made for the region rows only (None when the
-    encountering task is unknown)."""
-    names = tasks.attrs["names"]
+    encountering task is unknown): (the extended forest, the strings)."""
     pos = IdIndex(tasks["id"].to_numpy()).get(regions["encountering_task"].to_numpy())
     names, nodes = names.extend(pos, PARALLEL, regions["ordinal"].to_numpy(np.int64), 0)
-    tasks.attrs["names"] = names
     regions["identity_node"] = nodes
-    return names.strings(nodes)
+    return names, names.strings(nodes)

@@ -98,6 +98,17 @@ DISPATCH_LOOPS = (1, 3, 4, 5)  # dispatch kinds that cover loop iterations
 
 CHUNK_INFERRED = 0x1
 
+# Dependence types (DEPENDENCE `kind`).
+DEP_IN = 1
+DEP_OUT = 2
+DEP_INOUT = 3
+DEP_MUTEXINOUTSET = 4
+DEP_SOURCE = 5
+DEP_SINK = 6
+DEP_INOUTSET = 7
+DEP_OUT_ALL_MEMORY = 34
+DEP_INOUT_ALL_MEMORY = 35
+
 
 # Events a thread buffers before a flush (`record --buffer-events`,
 # GRAINLAB_BUFFER_EVENTS): the collector's rule, GL_BUFFER_EVENTS_* in

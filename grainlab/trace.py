@@ -123,10 +123,16 @@ class Trace:
         count), winner (the implicit task named without team index), depth
         (0 = initial task), lineage (docs/trace-format.md "Identity"; a column
         only while lineages are short or few, "Compact identity": any row's is
-        `tasks.attrs["names"].strings(rows)`, task row i being node i of that
+        `trace.task_names().strings(rows)`, task row i being node i of that
         identity forest).
         """
-        return self._tasks
+        return self._task_table.tasks
+
+    def task_names(self):
+        """The identity forest of the tasks (grainlab.identity.Names): node i
+        is row i of tasks(), regions()["identity_node"] the regions' nodes;
+        `.strings(nodes)` makes lineage strings on demand."""
+        return self._task_table.names
 
     def chunks(self) -> pd.DataFrame:
         """One row per loop chunk (worksharing loops, taskloop, distribute),
@@ -160,17 +166,12 @@ class Trace:
         requested_team_size, flags, codeptr, thread, begin_ns, end_ns, ordinal
         (order among the regions of its encountering task), identity
         ("<encountering task lineage>.p<ordinal>")."""
-        return self._regions
+        return self._task_table.regions
 
     @cached_property
-    def _tasks(self):
-        from .lineage import build_tasks
-        return build_tasks(self)
-
-    @cached_property
-    def _regions(self):
-        from .lineage import build_regions
-        return build_regions(self)
+    def _task_table(self):
+        from .lineage import build_task_table
+        return build_task_table(self)
 
     @cached_property
     def _loops_and_chunks(self):

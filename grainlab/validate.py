@@ -221,7 +221,7 @@ def _check_task_tree(ev, contradiction):
         row = create[late[0]]
         contradiction(row, "other", f"task {_fmt(task[late[0]])} is created before its "
                                     f"parent {_fmt(parent[late[0]])}")
-    from .graph.build import _list_rank    # bounded pointer jumping
+    from .graph.columns import list_rank as _list_rank    # bounded pointer jumping
     from .errors import TraceError
     try:
         _list_rank(np.where(up >= 0, up, -1).astype(np.int64))

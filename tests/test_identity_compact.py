@@ -239,7 +239,7 @@ def test_hand_built_trace_lineages(tmp_path, monkeypatch, env):
     assert t.problems == []
     tasks = t.tasks()
     assert ("lineage" in tasks) == (not env)
-    names = tasks.attrs["names"]
+    names = t.task_names()
     got = dict(zip(tasks["id"].tolist(), names.strings(np.arange(len(tasks)))))
     assert got == want
     if not env:
@@ -270,7 +270,7 @@ def test_fork_join_trace_with_missing_parent_has_no_identity(tmp_path):
     assert any("never exists" in p for p in t.problems)
     tasks = t.tasks()
     row = np.flatnonzero(tasks["id"].to_numpy() == task_id(0, 999))[0]
-    assert tasks.attrs["names"].strings([row])[0] is None
+    assert t.task_names().strings([row])[0] is None
     assert pd.isna(tasks["lineage"].iloc[row]) and tasks["depth"].iloc[row] == -1
 
 
@@ -317,8 +317,8 @@ def test_hash_equality_is_string_equality_across_1_and_2_threads(record, program
 def test_task_table_hashes_partition_like_lineage(record, program, args):
     keys_s, keys_h = [], []
     for th in (1, 2):
-        tasks = record(program, *args, threads=th).tasks()
-        names = tasks.attrs["names"]
+        trace = record(program, *args, threads=th)
+        tasks, names = trace.tasks(), trace.task_names()
         rows = np.arange(len(tasks))
         strings = names.strings(rows)
         assert list(strings) == list(tasks["lineage"])
@@ -364,7 +364,7 @@ def _per_task_bytes(path) -> dict:
     identity forest."""
     t = grainlab.load(path)
     tasks = t.tasks()
-    task_bytes = int(tasks.memory_usage(deep=True).sum()) + tasks.attrs["names"].nbytes
+    task_bytes = int(tasks.memory_usage(deep=True).sum()) + t.task_names().nbytes
     g = grainlab.analyze(path).graph
     graph_bytes = (int(g.grains.memory_usage(deep=True).sum())
                    + int(g.contexts.memory_usage(deep=True).sum())

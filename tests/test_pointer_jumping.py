@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from grainlab.errors import TraceError
-from grainlab.graph.build import _Builder, _list_rank
+from grainlab.graph.columns import inherit, list_rank
 
 
 def walk_depth(parent):
@@ -29,23 +29,23 @@ def test_list_rank_matches_a_walk(seed):
     perm = rng.permutation(n)                  # ids in any order
     inv = np.argsort(perm)
     shuffled = np.where(parent[perm] >= 0, inv[np.maximum(parent[perm], 0)], -1)
-    assert np.array_equal(_list_rank(shuffled), walk_depth(shuffled))
+    assert np.array_equal(list_rank(shuffled), walk_depth(shuffled))
 
 
 def test_deep_chain():
     n = 100_000
     parent = np.arange(-1, n - 1)
-    assert _list_rank(parent)[-1] == n - 1
+    assert list_rank(parent)[-1] == n - 1
     value = np.full(n, -1)
     value[0] = 7
     up = np.where(np.arange(n) == 0, -1, parent)
-    assert (_Builder._inherit(value, up) == 7).all()
+    assert (inherit(value, up) == 7).all()
 
 
 @pytest.mark.parametrize("parent", [[0], [1, 0], [1, 2, 0, -1], [-1, 2, 3, 1]])
 def test_a_cycle_is_an_error_not_a_hang(parent):
     parent = np.array(parent)
     with pytest.raises(TraceError, match="cycle"):
-        _list_rank(parent)
+        list_rank(parent)
     with pytest.raises(TraceError, match="cycle"):
-        _Builder._inherit(np.full(len(parent), -1), parent)
+        inherit(np.full(len(parent), -1), parent)

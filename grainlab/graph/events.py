@@ -34,7 +34,7 @@ class Rows:
     source: pd.DataFrame      # the trace's event table (for rarely needed columns)
     counters: dict            # name -> float64 cumulative value (ffilled per thread)
     grank: object             # global order key: pos itself unless tasks migrate (untied)
-    owner_running: np.ndarray  # entity running after the row (-1: nobody)
+    owner_running: np.ndarray  # owner running after the row (-1: nobody)
     seg: np.ndarray           # int64 ns: the row's segment length credited to owner_running
     seg_end: np.ndarray       # int64 ns: end of that segment
 
@@ -75,12 +75,12 @@ def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
     return order
 
 
-def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
+def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
               migrating: bool) -> tuple[Rows, np.ndarray, np.ndarray]:
     """Columns in per-thread order plus running owner and segments.
 
-    entity_of(task_ids) -> entity index array (-1 unknown / 0).
-    implicit_end_clip[entity]: time after which the entity's segments are idle
+    owner_of(task_ids) -> owner index array (-1 unknown / 0).
+    implicit_end_clip[owner]: time after which the owner's segments are idle
     (its region's PARALLEL_END for implicit tasks; int64 max otherwise).
     Returns the rows and the owner index of each row's `task` and `other`.
     """
@@ -92,8 +92,8 @@ def load_rows(events: pd.DataFrame, entity_of, implicit_end_clip: np.ndarray,
     n = len(ev)
 
     # Who runs after each row.
-    task_owner = entity_of(col("task"))
-    other_owner = entity_of(col("other"))
+    task_owner = owner_of(col("task"))
+    other_owner = owner_of(col("other"))
     table = np.zeros(256, dtype=bool)
     table[list(_RUNS_TASK + (S.TASK_CREATE,))] = True
     decides = table[ev]

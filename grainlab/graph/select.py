@@ -58,7 +58,7 @@ def select(g: GrainGraph, *, region_contexts=None, window=None) -> GrainGraph:
 def entity_member(g: GrainGraph, chosen: np.ndarray) -> np.ndarray:
     """Per entity id (grain or context): is it one of `chosen` or a
     descendant of one (through `parent`)? Pointer jumping, bounded."""
-    from .build import _max_rounds, _cycle
+    from .columns import max_rounds as _max_rounds, cycle_error as _cycle
     parent = np.concatenate([g.grains["parent"].to_numpy(np.int64),
                              g.contexts["parent"].to_numpy(np.int64)])
     n = len(parent)

@@ -1,0 +1,163 @@
+"""Column idioms the graph builder repeats, named once.
+
+The builder's most common question is "for this owner at this row, which
+entry of a sorted table of (owner, position) pairs comes next / came last?".
+It answers with one sort and one `searchsorted` over *packed keys*:
+`pack(owner, position, stride) = owner * stride + position`, where `stride`
+exceeds every position, so keys sort by owner, then position, and
+`key // stride` gives the owner back.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+I64MAX = np.iinfo(np.int64).max
+
+
+def pack(major, minor, stride: int) -> np.ndarray:
+    """Packed keys major * stride + minor (minor < stride)."""
+    return np.asarray(major, np.int64) * stride + np.asarray(minor, np.int64)
+
+
+def sorted_keys(keys: np.ndarray, payload: np.ndarray | None = None):
+    """keys sorted (stable) and payload (default: positions) in the same order."""
+    o = np.argsort(keys, kind="stable")
+    return keys[o], (o if payload is None else payload[o])
+
+
+def first_after(sorted_key, payload, who, after, stride: int) -> np.ndarray:
+    """For each (who, after): payload of the first entry with key
+    pack(who, s) for some s > after (same `who`), else -1."""
+    out = np.full(len(who), -1, dtype=np.int64)
+    if not len(sorted_key) or not len(who):
+        return out
+    i = np.searchsorted(sorted_key, pack(who, after, stride), side="right")
+    ok = i < len(sorted_key)
+    ok[ok] = sorted_key[i[ok]] // stride == who[ok]
+    out[ok] = payload[i[ok]]
+    return out
+
+
+def last_at_or_before(sorted_key, who, at, stride: int) -> np.ndarray:
+    """For each (who, at): index into sorted_key of the last entry
+    pack(who, s) with s <= at (same `who`), else -1."""
+    i = np.searchsorted(sorted_key, pack(who, at, stride), side="right") - 1
+    ok = i >= 0
+    ok[ok] = sorted_key[i[ok]] // stride == np.asarray(who)[ok]
+    return np.where(ok, i, -1)
+
+
+def group_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    start = np.ones(len(sorted_keys), dtype=bool)
+    start[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    return start
+
+
+def group_ends(sorted_keys: np.ndarray) -> np.ndarray:
+    end = np.ones(len(sorted_keys), dtype=bool)
+    end[:-1] = sorted_keys[1:] != sorted_keys[:-1]
+    return end
+
+
+def cumcount(sorted_keys: np.ndarray) -> np.ndarray:
+    """0, 1, 2 ... within runs of equal keys (keys sorted)."""
+    n = len(sorted_keys)
+    first = np.maximum.accumulate(np.where(group_starts(sorted_keys), np.arange(n), 0))
+    return np.arange(n) - first
+
+
+def first_per_key(keys: np.ndarray, n_keys: int) -> np.ndarray:
+    """Positions (into keys) of the first occurrence of each present key, in
+    increasing key order (keys are dense ints in [0, n_keys))."""
+    first = np.full(n_keys, len(keys), dtype=np.int64)
+    np.minimum.at(first, keys, np.arange(len(keys)))
+    return first[first < len(keys)]
+
+
+def isin_small(values: np.ndarray, codes) -> np.ndarray:
+    """values in codes, for small non-negative codes (event kinds, enums): a
+    table lookup, much cheaper than np.isin on tens of millions of rows."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if values.dtype == np.uint8:            # event kinds, flags: index directly
+        table = np.zeros(256, dtype=bool)
+        table[codes[codes < 256]] = True
+        return table[values]
+    table = np.zeros(int(codes.max()) + 2, dtype=bool)
+    table[codes] = True
+    # clamp in the values' own dtype: no int64 copy of tens of millions of rows
+    top = np.asarray(len(table) - 1).astype(values.dtype)
+    return table[np.minimum(values, top)]
+
+
+# -- forests: pointer jumping ------------------------------------------------
+
+def max_rounds(n: int) -> int:
+    """Pointer jumping halves every remaining path each pass: a forest of n
+    elements needs at most ceil(log2 n) + 1 passes (+1 for the pass that sees
+    the last ones done); more means a cycle."""
+    return int(np.ceil(np.log2(max(n, 2)))) + 3
+
+
+def cycle_error():
+    from ..errors import TraceError
+    return TraceError("the trace's task tree has a cycle (a task is its own ancestor): "
+                      "the trace is corrupt")
+
+
+def list_rank(parent: np.ndarray) -> np.ndarray:
+    """Number of steps to the root along `parent` pointers (-1 = root), for
+    every element at once, by pointer jumping (O(log depth) passes)."""
+    d = np.where(parent >= 0, 1, 0).astype(np.int64)
+    p = parent.copy()
+    for _ in range(max_rounds(len(p))):
+        live = np.flatnonzero(p >= 0)
+        if not len(live):
+            return d
+        q = p[live]
+        d[live] += d[q]
+        p[live] = p[q]
+    raise cycle_error()
+
+
+def inherit(value: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """value[x] = value[up[x]] for every x with up[x] >= 0, transitively
+    (pointer jumping: O(log depth) passes)."""
+    value, up = value.copy(), up.copy()
+    for _ in range(max_rounds(len(up))):
+        live = np.flatnonzero(up >= 0)
+        if not len(live):
+            return value
+        p = up[live]
+        done = up[p] < 0
+        value[live[done]] = value[p[done]]
+        nd = live[~done]
+        # jump from the pointers as they were before this pass: clearing
+        # the done ones first would cut a grandchild loose with no value
+        up[nd] = up[p[~done]]
+        up[live[done]] = -1
+    raise cycle_error()
+
+
+# -- pandas without copies ---------------------------------------------------
+
+def frame(columns: dict, index=None) -> pd.DataFrame:
+    """DataFrame from columns without consolidating them into 2-D blocks
+    (pandas would copy every same-typed column at construction)."""
+    with warnings.catch_warnings():
+        # pandas 3 deprecates copy=False (CoW makes it lazy) but still honours it
+        warnings.simplefilter("ignore")
+        return pd.DataFrame(columns, index=index, copy=False)
+
+
+def lookup(values, index) -> pd.Series:
+    """A Series for look-ups by `index` (first of duplicate labels kept)."""
+    s = pd.Series(values, index=index)
+    return s[~s.index.duplicated()]
+
+
+def reindexed(series: pd.Series, labels, missing=-1) -> np.ndarray:
+    """series[labels] as int64, `missing` where a label is absent."""
+    return series.reindex(labels).to_numpy(dtype=np.float64, na_value=missing).astype(np.int64)

@@ -1,0 +1,116 @@
+"""Phase 4 of the builder: slots become nodes. Each owner's own slots become
+its chain's nodes 0..M-1 in chain order; the slots of one team barrier
+instance merge into one shared node M + k."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .columns import group_ends, group_starts
+from .slots import FORK, JOIN, PROGRAM_END, REGION_END
+
+
+@dataclass
+class Nodes:
+    columns: dict            # node columns (type, grain, owner, ..., counters), N rows each
+    slot_node: np.ndarray    # node of each slot
+    first_node: np.ndarray   # per owner: first node of its chain (-1)
+    last_node: np.ndarray    # per owner: last node of its chain (-1)
+    counter_names: list
+
+    @property
+    def N(self) -> int:
+        return len(self.columns["type"])
+
+
+def make_nodes(slots, credit, orows, owners) -> Nodes:
+    chain = slots.shared < 0
+    M = int(chain.sum())
+    N = M + slots.n_barriers
+    slot_node = np.empty(len(slots.type), dtype=np.int64)
+    slot_node[chain] = np.arange(M)          # own slots are nodes 0..M-1, in chain order
+    slot_node[~chain] = M + slots.shared[~chain]
+    weight, start, end = _node_times(slots, credit, owners)
+    fork, isj = slots.type == FORK, slots.type == JOIN
+    pos = orows.at(slots.row[chain])
+    r = orows.rows
+    c = {"type": np.empty(N, np.int8), "grain": np.empty(N, np.int64)}
+    c["type"][slot_node] = slots.type
+    c["grain"][slot_node] = slots.grain
+
+    def chain_column(values, fill, dtype):
+        col = np.full(N, fill, dtype)
+        col[:M] = values
+        return col
+    c["owner"] = chain_column(slots.owner[chain], -1, np.int64)
+    c["owner_seq"] = chain_column(slots.seq[chain], -1, np.int64)
+    c["thread"] = chain_column(r.thread[pos], -1, np.int32)
+    c["cpu"] = chain_column(r.take("cpu", pos), -1, np.int32)
+    c["child"] = np.full(N, -1, np.int64)
+    c["child"][slot_node[fork]] = slots.child[fork]
+    c["join_kind"] = np.full(N, -1, np.int8)
+    c["join_kind"][slot_node[isj]] = slots.jkind[isj]
+    c["start"] = chain_column(start[chain], 0, np.int64)
+    c["end"] = chain_column(end[chain], 0, np.int64)
+    c["duration"] = chain_column(weight[chain], 0, np.int64)
+    c["sync_time"] = chain_column(np.where(isj[chain], credit.own[chain], 0), 0, np.int64)
+    c["arrive"] = c["start"].copy()
+    if N > M:
+        _merge_team_barriers(c, slot_node[~chain], start[~chain], end[~chain], credit.own[~chain])
+    for name, vals in credit.counters.items():
+        v = np.zeros(N)
+        np.add.at(v, slot_node, vals)
+        v[(c["type"] == FORK) | (c["type"] == JOIN)] = np.nan
+        c[name] = v
+
+    first_node = np.full(owners.E, -1, np.int64)
+    last_node = np.full(owners.E, -1, np.int64)
+    st, en = group_starts(slots.owner), group_ends(slots.owner)
+    first_node[slots.owner[st]] = slot_node[st]
+    last_node[slots.owner[en]] = slot_node[en]
+    return Nodes(columns=c, slot_node=slot_node, first_node=first_node, last_node=last_node,
+                 counter_names=list(credit.counters))
+
+
+def _node_times(slots, credit, owners):
+    """Per slot: weight (own time; a fork weighs its creation, taken from the
+    fragment after it), start and end (ns)."""
+    weight = credit.own.copy()
+    fork = slots.type == FORK
+    cfork = np.flatnonzero(fork & (slots.child < owners.T) & (slots.child >= 0))
+    weight[cfork] = slots.forks.weight[slots.child[cfork]]
+    weight[cfork + 1] = np.maximum(weight[cfork + 1] - weight[cfork], 0)  # the fragment after it
+    # implicit tasks' nodes never start after their region ends (workers
+    # report the last barrier's end only when the next region starts)
+    limit = owners.clip[slots.owner]
+    start = np.minimum(slots.start, limit)
+    end = np.minimum(np.maximum(start, credit.last_end), np.maximum(limit, start))
+    end[fork] = start[fork] + weight[fork]
+    return weight, start, end
+
+
+def _merge_team_barriers(c, node, start, end, own):
+    """Team barriers: earliest arrival/release, last arrival, summed sync time."""
+    sh = pd.DataFrame({"node": node, "start": start, "end": end, "own": own})
+    agg = sh.groupby("node").agg(start=("start", "min"), end=("end", "min"),
+                                 arrive=("start", "max"), own=("own", "sum"))
+    ix = agg.index.to_numpy()
+    c["start"][ix] = agg["start"].to_numpy()
+    c["end"][ix] = np.maximum(agg["end"].to_numpy(), agg["start"].to_numpy())
+    c["arrive"][ix] = agg["arrive"].to_numpy()
+    c["sync_time"][ix] = agg["own"].to_numpy()
+
+
+def join_weights(c: dict, src: np.ndarray, dst: np.ndarray) -> None:
+    """A join weighs its resume latency: the part of its sync time after it
+    became ready (last arrival, and every predecessor finished)."""
+    ready = c["arrive"].copy()
+    isj = c["type"][dst] == JOIN
+    np.maximum.at(ready, dst[isj], c["end"][src[isj]])
+    j = np.flatnonzero(c["type"] == JOIN)
+    w = np.clip(c["end"][j] - ready[j], 0, c["sync_time"][j])
+    jk = c["join_kind"][j]
+    w[(jk == REGION_END) | (jk == PROGRAM_END)] = 0
+    c["duration"][j] = w

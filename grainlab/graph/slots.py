@@ -1,0 +1,308 @@
+"""Phases 2-3 of the builder: the *slots* (future nodes) each boundary event
+opens in its owner's chain, and the owner's own time credited to them.
+
+A slot is (owner, row, sub): `row` is the global order key (`grank`) of the
+event that opens it, `sub` orders several slots one event opens (a fork, then
+the fragment after it). Sorted by (owner, row, sub), an owner's slots are its
+chain. Only *receiving* slots (fragments, chunks, joins) take the owner's
+running time; forks and shared barrier slots never do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import schema as S
+from .columns import (cumcount, first_per_key, group_starts, isin_small,
+                      last_at_or_before, pack, sorted_keys)
+from .events import counter_deltas
+from .model import NODE_TYPES, JOIN_KINDS
+from .owners import LOOP_WORK
+
+FRAGMENT, FORK, JOIN, BOOKKEEPING, CHUNK = (NODE_TYPES.index(t) for t in
+                                            ("fragment", "fork", "join", "bookkeeping", "chunk"))
+TASKWAIT, TASKGROUP, BARRIER, REGION_END, PROGRAM_END = (
+    JOIN_KINDS.index(k) for k in ("taskwait", "taskgroup", "barrier", "region_end", "program_end"))
+
+
+@dataclass
+class OwnedRows:
+    """The trace's rows in per-thread order (events.Rows) with each row's owners."""
+    rows: object             # events.Rows
+    owner: np.ndarray        # owner of the row's `task` (-1: none)
+    other_owner: np.ndarray  # owner of the row's `other` (-1: none)
+    stride: int              # packs (owner, row key): larger than every row key
+
+    def at(self, grank_values) -> np.ndarray:
+        """Row positions of global-order keys (identity unless tasks migrate)."""
+        rows = self.rows
+        if isinstance(rows.grank, np.ndarray):
+            inv = np.empty(len(rows) + 2, dtype=np.int64)
+            inv[rows.grank] = np.arange(len(rows))
+            inv[len(rows):] = len(rows) - 1
+            return inv[grank_values]
+        return np.minimum(grank_values, len(rows) - 1)
+
+
+@dataclass
+class Forks:
+    """Explicit task creations: the first TASK_CREATE of each task."""
+    rows: np.ndarray        # row positions
+    child: np.ndarray       # owner created
+    parent: np.ndarray      # owner creating
+    weight: np.ndarray      # int64 per owner: the fork's weight, min(gap, estimate)
+    estimate: int           # creation cost estimate (ns): a quantile of the gaps
+
+
+@dataclass
+class Slots:
+    """Slot columns in chain order (owner, row, sub), and what opened them."""
+    owner: np.ndarray
+    row: np.ndarray
+    sub: np.ndarray
+    type: np.ndarray       # NODE_TYPES code
+    recv: np.ndarray       # takes the owner's running time
+    child: np.ndarray      # fork: owner created (-1)
+    jkind: np.ndarray      # join: JOIN_KINDS code (-1)
+    grain: np.ndarray      # whose time: owner, chunk grain (E + k), or -1 (shared)
+    shared: np.ndarray     # team barrier instance (-1: the owner's own slot)
+    start: np.ndarray      # int64 ns
+    seq: np.ndarray        # position in the owner's chain
+    n_barriers: int        # team barrier instances
+    forks: Forks
+    parallel_end_rows: np.ndarray
+    taskgroup_begin_rows: np.ndarray
+    taskgroup_end_rows: np.ndarray
+
+
+class _SlotParts:
+    """Columns of slots, added by kind, concatenated once."""
+    DTYPES = dict(owner=np.int64, row=np.int64, sub=np.int32, type=np.int8, recv=bool,
+                  child=np.int64, jkind=np.int8, grain=np.int64, shared=np.int64,
+                  start=np.int64)
+    DEFAULTS = dict(sub=0, recv=True, child=-1, jkind=-1, grain=-2, shared=-1)
+
+    def __init__(self):
+        self.parts = {f: [] for f in self.DTYPES}
+
+    def add(self, n, **cols):
+        for f, dt in self.DTYPES.items():
+            v = np.asarray(cols.get(f, self.DEFAULTS.get(f)), dtype=dt)
+            self.parts[f].append(np.full(n, v, dtype=dt) if v.ndim == 0 else v)
+
+    def columns(self, consume: bool = False) -> dict:
+        out = {}
+        for f, p in self.parts.items():
+            out[f] = np.concatenate(p) if p else np.empty(0, self.DTYPES[f])
+            if consume:          # free each field's parts as soon as it is joined
+                self.parts[f] = []
+        return out
+
+
+def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float) -> Slots:
+    parts = _SlotParts()
+    forks = _task_slots(parts, orows, owners, creation_quantile)
+    n_barriers = _wait_slots(parts, orows)
+    parallel_end = _context_slots(parts, orows, owners)
+    _loop_slots(parts, orows, chunks, owners.E)
+    r, own = orows.rows, orows.owner
+    is_tg = (r.kind == S.SYNC_TASKGROUP) & (own >= 0)
+    tg_begin = np.flatnonzero((r.event == S.SYNC_BEGIN) & is_tg)
+    tg_end = np.flatnonzero((r.event == S.SYNC_END) & is_tg)
+    if len(tg_end):
+        _taskgroup_joins(parts, parts.columns(), orows, tg_begin, tg_end)
+    cols = _chain_order(parts.columns(consume=True), orows.stride)
+    return Slots(**cols, n_barriers=n_barriers, forks=forks, parallel_end_rows=parallel_end,
+                 taskgroup_begin_rows=tg_begin, taskgroup_end_rows=tg_end)
+
+
+def _task_slots(parts, orows, owners, q) -> Forks:
+    """A first fragment at each explicit task's first schedule; at its
+    creation, a fork in the parent (weight min(gap, estimate)), then a fragment."""
+    r, own, oth = orows.rows, orows.owner, orows.other_owner
+    T, E, t = owners.T, owners.E, r.time
+    sc = np.flatnonzero((r.event == S.TASK_SCHEDULE) & (own >= 0) & (own < T))
+    if owners.untied:
+        sc = sc[np.argsort(r.grank[sc], kind="stable")]
+    sc = sc[first_per_key(own[sc], E)]
+    parts.add(len(sc), owner=own[sc], row=r.grank[sc], type=FRAGMENT, start=t[sc])
+
+    cr = np.flatnonzero((r.event == S.TASK_CREATE) & (own >= 0) & (oth >= 0))
+    cr = np.sort(cr[first_per_key(own[cr], E)])
+    child, parent = own[cr], oth[cr]
+    gap = _gap_to_next_runtime_row(r, cr)
+    estimate = int(round(float(np.quantile(gap, q)))) if len(gap) else 0
+    fork_w = np.minimum(gap, estimate)
+    parts.add(len(cr), owner=parent, row=r.grank[cr], sub=0, type=FORK, recv=False,
+              child=child, start=t[cr])
+    parts.add(len(cr), owner=parent, row=r.grank[cr], sub=1, type=FRAGMENT, start=t[cr] + fork_w)
+    weight = np.zeros(E, dtype=np.int64)
+    weight[child] = fork_w
+    return Forks(rows=cr, child=child, parent=parent, weight=weight, estimate=estimate)
+
+
+def _gap_to_next_runtime_row(r, idx):
+    """Time from each row to the next row of its thread that is not a
+    DEPENDENCE / TASK_DEPENDENCE row (those belong to the creation)."""
+    n = len(r)
+    dep = isin_small(r.event, (S.DEPENDENCE, S.TASK_DEPENDENCE))
+    nxt = np.minimum.accumulate(np.where(~dep, np.arange(n), n)[::-1])[::-1]
+    j = np.full(len(idx), n, dtype=np.int64)
+    inside = idx + 1 < n
+    j[inside] = nxt[idx[inside] + 1]
+    ok = j < n
+    ok[ok] = r.thread[j[ok]] == r.thread[idx[ok]]
+    gap = np.zeros(len(idx), dtype=np.int64)
+    gap[ok] = r.time[j[ok]] - r.time[idx[ok]]
+    return np.maximum(gap, 0)
+
+
+def _wait_slots(parts, orows) -> int:
+    """Taskwait and barriers: a join at SYNC_BEGIN, a fragment at SYNC_END.
+    The k-th barrier of every implicit task of a region is one shared slot
+    instance. Returns the number of instances."""
+    r, own, t = orows.rows, orows.owner, orows.rows.time
+    waits = (S.SYNC_TASKWAIT,) + S.SYNC_BARRIERS
+    sb = np.flatnonzero((r.event == S.SYNC_BEGIN) & isin_small(r.kind, waits) & (own >= 0))
+    se = np.flatnonzero((r.event == S.SYNC_END) & isin_small(r.kind, waits) & (own >= 0))
+    barrier = isin_small(r.kind[sb], S.SYNC_BARRIERS)
+    shared = np.full(len(sb), -1, dtype=np.int64)
+    bsb = sb[barrier]
+    n_barriers = 0
+    if len(bsb):
+        o = np.lexsort((r.grank[bsb], own[bsb]))
+        kth = np.empty(len(bsb), dtype=np.int64)
+        kth[o] = cumcount(own[bsb][o])
+        codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([r.take("other", bsb), kth]))
+        shared[barrier] = codes
+        n_barriers = len(uniq)
+    parts.add(len(sb), owner=own[sb], row=r.grank[sb], type=JOIN,
+              jkind=np.where(barrier, BARRIER, TASKWAIT), shared=shared, start=t[sb])
+    parts.add(len(se), owner=own[se], row=r.grank[se], type=FRAGMENT, start=t[se])
+    return n_barriers
+
+
+def _context_slots(parts, orows, owners) -> np.ndarray:
+    """Parallel regions: a fork per implicit task, a region_end join at
+    PARALLEL_END; implicit/initial task begins; the initial task ends in the
+    program_end join. Returns the PARALLEL_END rows."""
+    r, own, t, n, T = orows.rows, orows.owner, orows.rows.time, len(orows.rows), owners.T
+    pb = np.flatnonzero((r.event == S.PARALLEL_BEGIN) & (own >= 0))
+    imp = np.flatnonzero(owners.is_implicit)
+    ctx_region = owners.ctx["region"].to_numpy(np.uint64)
+    imp = imp[np.lexsort((owners.ctx["team_index"].to_numpy()[imp - T], ctx_region[imp - T]))]
+    imp_region = ctx_region[imp - T]
+    region = r.take("other", pb)
+    lo = np.searchsorted(imp_region, region, side="left")
+    cnt = np.searchsorted(imp_region, region, side="right") - lo
+    rep = np.repeat(np.arange(len(pb)), cnt)
+    sub = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    parts.add(len(rep), owner=own[pb][rep], row=r.grank[pb][rep], sub=sub, type=FORK,
+              recv=(sub == 0), child=imp[np.repeat(lo, cnt) + sub], start=t[pb][rep])
+    pe = np.flatnonzero((r.event == S.PARALLEL_END) & (own >= 0))
+    parts.add(len(pe), owner=own[pe], row=r.grank[pe], sub=0, type=JOIN, recv=False,
+              jkind=REGION_END, start=t[pe])
+    parts.add(len(pe), owner=own[pe], row=r.grank[pe], sub=1, type=FRAGMENT, start=t[pe])
+
+    ib = np.flatnonzero((r.event == S.IMPLICIT_BEGIN) & (own >= 0))
+    ib = ib[first_per_key(own[ib], owners.E)]
+    parts.add(len(ib), owner=own[ib], row=r.grank[ib], type=FRAGMENT, start=t[ib])
+    ie = np.flatnonzero((r.event == S.IMPLICIT_END) & (own >= 0))
+    ie = ie[owners.is_initial[own[ie]]]
+    ie = ie[first_per_key(own[ie], owners.E)]
+    parts.add(len(ie), owner=own[ie], row=r.grank[ie], type=JOIN, jkind=PROGRAM_END, start=t[ie])
+    missing = np.setdiff1d(np.flatnonzero(owners.is_initial), own[ie])
+    parts.add(len(missing), owner=missing, row=n + 1, type=JOIN, jkind=PROGRAM_END,
+              start=int(t.max()) if n else 0)
+    return pe
+
+
+def _loop_slots(parts, orows, chunks, E):
+    """Loops: book-keeping at WORK_BEGIN / WORK_END; before every chunk but
+    the first of its loop on that thread a zero book-keeping slot; the chunk."""
+    r, own, t = orows.rows, orows.owner, orows.rows.time
+    lw = np.flatnonzero(isin_small(r.event, (S.WORK_BEGIN, S.WORK_END))
+                        & isin_small(r.kind, LOOP_WORK) & (own >= 0))
+    parts.add(len(lw), owner=own[lw], row=r.grank[lw], type=BOOKKEEPING, start=t[lw])
+    ch = chunks.rows
+    key = pack(chunks.owner, chunks.loop_row, orows.stride)
+    o = np.lexsort((r.grank[ch], key))
+    later = np.ones(len(ch), dtype=bool)
+    later[o] = ~group_starts(key[o])
+    parts.add(int(later.sum()), owner=chunks.owner[later], row=r.grank[ch][later], sub=0,
+              type=BOOKKEEPING, recv=False, start=t[ch][later])
+    parts.add(len(ch), owner=chunks.owner, row=r.grank[ch], sub=1, type=CHUNK,
+              grain=E + np.arange(chunks.K), start=t[ch])
+
+
+def _taskgroup_joins(parts, cols, orows, tg_begin, tg_end):
+    """Taskgroup end: a join from the owner's first switch-out after its last
+    boundary (or from SYNC_END if it never switched out), then a fragment.
+    OMPT's sync_region for a taskgroup spans its whole body; the wait start
+    is not an event."""
+    r, stride = orows.rows, orows.stride
+    owner = orows.owner[tg_end]
+    boundaries = np.sort(np.concatenate([
+        pack(cols["owner"], cols["row"], stride), pack(owner, r.grank[tg_end], stride),
+        pack(orows.owner[tg_begin], r.grank[tg_begin], stride)]))
+    # the owner's last boundary before SYNC_END
+    i = np.searchsorted(boundaries, pack(owner, r.grank[tg_end], stride), side="left") - 1
+    prev = boundaries[np.maximum(i, 0)]
+    last = np.where((i >= 0) & (prev // stride == owner), prev % stride, -1)
+    so = np.flatnonzero((r.event == S.TASK_SCHEDULE) & (r.kind == S.STATUS_SWITCH))
+    switch_out = np.sort(pack(orows.other_owner[so], r.grank[so], stride))
+    j = np.searchsorted(switch_out, pack(owner, last, stride), side="right")
+    cand = switch_out[np.minimum(j, len(switch_out) - 1)] if len(switch_out) else \
+        np.zeros(len(tg_end), np.int64)
+    found = (j < len(switch_out)) & (cand // stride == owner) & (cand % stride < r.grank[tg_end])
+    join_row = np.where(found, cand % stride, r.grank[tg_end])
+    parts.add(len(tg_end), owner=owner, row=join_row, sub=-1, type=JOIN, jkind=TASKGROUP,
+              start=r.time[orows.at(join_row)])
+    parts.add(len(tg_end), owner=owner, row=r.grank[tg_end], sub=0, type=FRAGMENT,
+              start=r.time[tg_end])
+
+
+def _chain_order(sl: dict, stride: int) -> dict:
+    """Slots sorted by (owner, row, sub), with their chain positions; a slot's
+    grain defaults to its owner, shared barrier slots belong to no grain."""
+    subw = int(sl["sub"].max()) + 2 if len(sl["sub"]) else 2
+    key = pack(sl["owner"], sl["row"], stride) * subw + (sl["sub"] + 1)
+    if len(key) and int(sl["owner"].max()) * stride * subw < (1 << 62):
+        o = np.argsort(key)            # keys are unique
+    else:
+        o = np.lexsort((sl["sub"], sl["row"], sl["owner"]))
+    for f in list(sl):       # one field at a time: the unsorted copy is freed at once
+        sl[f] = sl[f][o]
+    sl["seq"] = cumcount(sl["owner"])
+    sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
+    sl["grain"][sl["shared"] >= 0] = -1
+    return sl
+
+
+@dataclass
+class Credit:
+    """Per slot: the owner's own running time in it, when its last segment
+    ended, and counter deltas over that time."""
+    own: np.ndarray
+    last_end: np.ndarray
+    counters: dict           # name -> float64 per slot
+
+
+def credit_segments(orows: OwnedRows, slots: Slots) -> Credit:
+    """Every segment goes to its running owner's latest receiving slot."""
+    r, stride = orows.rows, orows.stride
+    recv = np.flatnonzero(slots.recv)
+    rkey, recv = sorted_keys(pack(slots.owner[recv], slots.row[recv], stride), recv)
+    rows = np.flatnonzero((r.owner_running >= 0) & (r.seg > 0))
+    i = last_at_or_before(rkey, r.owner_running[rows], r.grank[rows], stride)
+    ok = i >= 0
+    slot, rows = recv[i[ok]], rows[ok]
+    ns = len(slots.owner)
+    own = np.bincount(slot, weights=r.seg[rows], minlength=ns).astype(np.int64)
+    last_end = np.zeros(ns, dtype=np.int64)
+    np.maximum.at(last_end, slot, r.seg_end[rows])
+    counters = {name: np.bincount(slot, weights=d[rows], minlength=ns)
+                for name, d in counter_deltas(r).items()}
+    return Credit(own=own, last_end=last_end, counters=counters)
