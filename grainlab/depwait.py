@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema as S
+from .sorting import lexsort
 
 
 def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -61,7 +62,7 @@ def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
     # The task the wait was for: the row right after the wait's end on the
     # same thread (time order) is an undeferred TASK_CREATE by the same parent.
-    by_thread = np.lexsort((np.arange(len(code)), tsc, thread))
+    by_thread = lexsort((np.arange(len(code)), tsc, thread))
     rank = np.empty(len(code), np.int64)
     rank[by_thread] = np.arange(len(code))
     target = np.full(len(create), 0, dtype=task.dtype)

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema as S
+from .sorting import lexsort
 from .identity import EXPLICIT as EXPLICIT_STEP, IMPLICIT as IMPLICIT_STEP
 from .identity import PARALLEL, ROOT, Names, materialise, string_column
 from .idindex import IdIndex
@@ -202,7 +203,7 @@ def _add_lineage(tasks, regions, with_strings=True):
     # Explicit children are numbered in creation order among their siblings.
     child_index = np.full(n, -1, dtype=np.int64)
     exp_rows = np.flatnonzero(explicit)
-    order = exp_rows[np.lexsort((tasks["_tsc"].to_numpy()[exp_rows], parent_pos[exp_rows]))]
+    order = exp_rows[lexsort((tasks["_tsc"].to_numpy()[exp_rows], parent_pos[exp_rows]))]
     if len(order):
         par = parent_pos[order]
         start = np.r_[True, par[1:] != par[:-1]]

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema as S
+from .sorting import lexsort
 from .errors import TraceError
 from .idindex import IdIndex
 
@@ -104,7 +105,7 @@ def _check_pairs(ev, order, problems, contradiction):
         key_cols = [ev[k].to_numpy()[rows] for k in keys]
         # Group rows by key; np.lexsort is stable, so each key's rows keep
         # their thread time order.
-        key_order = np.lexsort(key_cols[::-1])
+        key_order = lexsort(key_cols[::-1])
         step = np.where(code[rows] == begin, 1, -1)[key_order]
         # new_key[i]: row i starts another key's run.
         new_key = np.zeros(len(step), dtype=bool)
@@ -265,7 +266,7 @@ def _check_one_thread_at_a_time(ev, contradiction):
     step = np.concatenate([np.ones(int((into >= 0).sum()), np.int64),
                            -np.ones(int((away >= 0).sum()), np.int64)])
     rows = np.concatenate([sched[into >= 0], sched[away >= 0]])
-    order = np.lexsort((step, when, who))      # per task, in time; ends first at a tie
+    order = lexsort((step, when, who))      # per task, in time; ends first at a tie
     who, step, rows = who[order], step[order], rows[order]
     first = np.ones(len(who), bool)
     first[1:] = who[1:] != who[:-1]

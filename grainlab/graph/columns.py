@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ..sorting import lexsort  # noqa: F401  (re-exported for the builder)
+
 I64MAX = np.iinfo(np.int64).max
 
 

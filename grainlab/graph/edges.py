@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from .columns import (first_after, group_starts, inherit, isin_small, lookup, pack,
+from .columns import (first_after, group_starts, inherit, isin_small, lexsort, lookup, pack,
                       reindexed, sorted_keys)
 from .model import EDGE_TYPES
 from .slots import BARRIER, FORK, JOIN, PROGRAM_END, TASKGROUP, TASKWAIT
@@ -179,7 +179,7 @@ def taskgroup_of_tasks(orows, owners, slots) -> np.ndarray:
     ev_step = np.concatenate([np.ones(len(tb), np.int64), -np.ones(len(te), np.int64),
                               np.zeros(len(fk), np.int64)])
     ev_ref = np.concatenate([np.full(len(tb), -1), end_slot, slots.child[fk]])
-    o = np.lexsort((ev_row, ev_owner))
+    o = lexsort((ev_row, ev_owner))
     ev_owner, ev_row, ev_step, ev_ref = ev_owner[o], ev_row[o], ev_step[o], ev_ref[o]
     level = np.cumsum(ev_step)
     base = np.maximum.accumulate(np.where(group_starts(ev_owner), np.arange(len(o)), 0))

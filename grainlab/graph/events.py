@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..sorting import lexsort
+
 from .. import schema as S
 
 # Rows after which the encountering task (`task`) runs.
@@ -71,7 +73,7 @@ def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
     t = time[order]
     th = thread[order]
     if np.any((th[1:] == th[:-1]) & (t[1:] < t[:-1])):
-        order = np.lexsort((time, thread))
+        order = lexsort((time, thread))
     return order
 
 
@@ -134,7 +136,7 @@ def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
 
     if migrating:
         grank = np.empty(n, dtype=np.int64)
-        grank[np.lexsort((np.arange(n), time))] = np.arange(n)
+        grank[lexsort((np.arange(n), time))] = np.arange(n)
     else:
         grank = _Identity(n)
 

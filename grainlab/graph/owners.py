@@ -8,7 +8,7 @@ import pandas as pd
 
 from .. import schema as S
 from ..idindex import IdIndex
-from .columns import I64MAX, cumcount, frame, isin_small, lookup, pack, reindexed
+from .columns import I64MAX, cumcount, frame, isin_small, lexsort, lookup, pack, reindexed
 
 LOOP_WORK = (S.WORK_LOOP, S.WORK_SECTIONS, S.WORK_LOOP_STATIC, S.WORK_LOOP_DYNAMIC,
              S.WORK_LOOP_GUIDED, S.WORK_LOOP_OTHER)
@@ -58,7 +58,7 @@ def find_owners(trace) -> Owners:
     ex_rows = np.flatnonzero(explicit)
     ex_rows = ex_rows[np.argsort(create_ns[ex_rows], kind="stable")]
     cx_rows = np.flatnonzero(~explicit)
-    cx_rows = cx_rows[np.lexsort((create_ns[cx_rows], code[cx_rows] != categories.index("initial")))]
+    cx_rows = cx_rows[lexsort((create_ns[cx_rows], code[cx_rows] != categories.index("initial")))]
     ex = frame({c: tasks[c].to_numpy()[ex_rows] for c in
                 ("id", "parent", "flags", "codeptr", "child_index")})
     ex["node"] = ex_rows      # identity: task row = node of the identity forest
@@ -119,7 +119,7 @@ class Chunks:
 def find_chunks(rows, row_owner: np.ndarray, stride: int) -> Chunks:
     ev, own = rows.event, row_owner
     wb = np.flatnonzero((ev == S.WORK_BEGIN) & (rows.kind != S.WORK_TASKLOOP) & (own >= 0))
-    wb = wb[np.lexsort((rows.grank[wb], own[wb]))]
+    wb = wb[lexsort((rows.grank[wb], own[wb]))]
     wb_seq = lookup(cumcount(own[wb]), wb)
     lw = np.flatnonzero(isin_small(ev, (S.WORK_BEGIN, S.WORK_END))
                         & isin_small(rows.kind, LOOP_WORK) & (own >= 0))
@@ -134,6 +134,6 @@ def find_chunks(rows, row_owner: np.ndarray, stride: int) -> Chunks:
     ch, loop_row = ch[ok], lw[k[ok]]
     seq = reindexed(wb_seq, loop_row)
     region = rows.take("other", loop_row)
-    o = np.lexsort((rows.grank[ch], rows.thread[ch], seq, region))
+    o = lexsort((rows.grank[ch], rows.thread[ch], seq, region))
     return Chunks(rows=ch[o], loop_row=loop_row[o], seq=seq[o], region=region[o],
                   owner=own[ch[o]])

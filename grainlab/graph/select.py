@@ -31,6 +31,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..sorting import lexsort
+
 from .model import GrainGraph
 
 
@@ -179,7 +181,7 @@ def _bridges(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     owner = nodes["owner"].to_numpy(np.int64)
     seq = nodes["owner_seq"].to_numpy(np.int64)
     idx = np.flatnonzero((owner >= 0) & (seq >= 0))
-    idx = idx[np.lexsort((seq[idx], owner[idx]))]
+    idx = idx[lexsort((seq[idx], owner[idx]))]
     a, b = idx[:-1], idx[1:]
     gap = (owner[a] == owner[b]) & (seq[b] - seq[a] > 1)
     if not gap.any():

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from .columns import (cumcount, first_per_key, group_starts, isin_small,
+from .columns import (cumcount, first_per_key, group_starts, isin_small, lexsort,
                       last_at_or_before, pack, sorted_keys)
 from .events import counter_deltas
 from .model import NODE_TYPES, JOIN_KINDS
@@ -172,7 +172,7 @@ def _wait_slots(parts, orows) -> int:
     bsb = sb[barrier]
     n_barriers = 0
     if len(bsb):
-        o = np.lexsort((r.grank[bsb], own[bsb]))
+        o = lexsort((r.grank[bsb], own[bsb]))
         kth = np.empty(len(bsb), dtype=np.int64)
         kth[o] = cumcount(own[bsb][o])
         codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([r.take("other", bsb), kth]))
@@ -192,7 +192,7 @@ def _context_slots(parts, orows, owners) -> np.ndarray:
     pb = np.flatnonzero((r.event == S.PARALLEL_BEGIN) & (own >= 0))
     imp = np.flatnonzero(owners.is_implicit)
     ctx_region = owners.ctx["region"].to_numpy(np.uint64)
-    imp = imp[np.lexsort((owners.ctx["team_index"].to_numpy()[imp - T], ctx_region[imp - T]))]
+    imp = imp[lexsort((owners.ctx["team_index"].to_numpy()[imp - T], ctx_region[imp - T]))]
     imp_region = ctx_region[imp - T]
     region = r.take("other", pb)
     lo = np.searchsorted(imp_region, region, side="left")
@@ -228,7 +228,7 @@ def _loop_slots(parts, orows, chunks, E):
     parts.add(len(lw), owner=own[lw], row=r.grank[lw], type=BOOKKEEPING, start=t[lw])
     ch = chunks.rows
     key = pack(chunks.owner, chunks.loop_row, orows.stride)
-    o = np.lexsort((r.grank[ch], key))
+    o = lexsort((r.grank[ch], key))
     later = np.ones(len(ch), dtype=bool)
     later[o] = ~group_starts(key[o])
     parts.add(int(later.sum()), owner=chunks.owner[later], row=r.grank[ch][later], sub=0,
@@ -272,7 +272,7 @@ def _chain_order(sl: dict, stride: int) -> dict:
     if len(key) and int(sl["owner"].max()) * stride * subw < (1 << 62):
         o = np.argsort(key)            # keys are unique
     else:
-        o = np.lexsort((sl["sub"], sl["row"], sl["owner"]))
+        o = lexsort((sl["sub"], sl["row"], sl["owner"]))
     for f in list(sl):       # one field at a time: the unsorted copy is freed at once
         sl[f] = sl[f][o]
     sl["seq"] = cumcount(sl["owner"])

@@ -8,6 +8,8 @@ int64 label per grain, 0..n_groups-1.
 from __future__ import annotations
 
 import numpy as np
+
+from ..sorting import lexsort
 import pandas as pd
 
 from ._graph import is_one_of
@@ -45,7 +47,7 @@ def sibling_groups(grains: pd.DataFrame, by_construct: bool = False) -> np.ndarr
 def sorted_by_group(group: np.ndarray, value: np.ndarray):
     """(order, starts, ends): `order` sorts by (group, value); group g occupies
     order[starts[g]:ends[g]] (every label 0..max must be present)."""
-    order = np.lexsort((value, group))
+    order = lexsort((value, group))
     counts = np.bincount(group)
     ends = np.cumsum(counts)
     return order, ends - counts, ends

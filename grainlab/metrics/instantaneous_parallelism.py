@@ -26,6 +26,8 @@ arrays + cumsum, per-grain minimum by a sparse table (range-minimum queries).
 from __future__ import annotations
 
 import numpy as np
+
+from ..sorting import lexsort
 import pandas as pd
 
 from .intervals import union_by_group
@@ -229,7 +231,7 @@ def _grain_order(grain, lo):
     one_run_each = np.bincount(grain[new_run]).max() <= 1
     if one_run_each and ((np.diff(lo) >= 0) | new_run[1:]).all():
         return None
-    return np.lexsort((lo, grain))
+    return lexsort((lo, grain))
 
 
 def _range_add(lo, hi, k):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sorting import lexsort
+
 
 def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray):
     """Merge overlapping [start, end) intervals within each group.
@@ -12,7 +14,7 @@ def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray):
     group, start, end = group[keep], start[keep], end[keep]
     if len(start) == 0:
         return group, start, end
-    o = np.lexsort((start, group))
+    o = lexsort((start, group))
     group, start, end = group[o], start[o], end[o]
     # running maximum of end within each group: offset groups so that one
     # cumulative maximum over the whole array never crosses a group boundary

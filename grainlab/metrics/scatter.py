@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sorting import lexsort
+
 from .groups import sibling_groups
 
 COLUMN = "scatter"
@@ -75,7 +77,7 @@ def _weighted_median_by_group(grp, value, weight, n_groups):
     out = np.full(n_groups, np.nan)
     if len(grp) == 0:
         return out
-    order = np.lexsort((value, grp))
+    order = lexsort((value, grp))
     grp, value, weight = grp[order], value[order], weight[order]
     cum = np.cumsum(weight)
     starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
