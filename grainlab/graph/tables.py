@@ -144,7 +144,8 @@ def _grain_table(orows, owners, chunks, slots, nodes, public, per_grain, waiter,
     child_number = np.full(G, -1, np.int32)
     child_number[:T] = ex["child_index"].to_numpy()
     grains = frame({
-        "kind": pd.Categorical(np.repeat(["task", "chunk"], [T, K]), categories=["task", "chunk"]),
+        "kind": pd.Categorical.from_codes(np.repeat(np.int8([0, 1]), [T, K]),
+                                          categories=["task", "chunk"]),
         "identity": None,
         "task_id": np.concatenate([ex["id"].to_numpy(np.uint64), np.zeros(K, np.uint64)]),
         "parent": parent, "child_number": child_number, "depth": depth,
@@ -216,8 +217,8 @@ def _context_table(owners, edges, public, per_grain, G) -> pd.DataFrame:
     region = owners.region_identity.reindex(ctx["region"].to_numpy(np.uint64)).to_numpy(dtype=object)
     region = np.where(is_init | pd.isna(region), "", region).astype(object)
     return frame({
-        "kind": pd.Categorical(np.where(is_init, "initial", "implicit"),
-                               categories=["initial", "implicit"]),
+        "kind": pd.Categorical.from_codes(np.where(is_init, 0, 1).astype(np.int8),
+                                          categories=["initial", "implicit"]),
         "identity": None,
         "task_id": ctx["id"].to_numpy(np.uint64),
         "parent": parent, "region": region,
