@@ -1,0 +1,36 @@
+"""`grainlab info` and `info --json` print exactly what they printed before
+they streamed row groups: outputs recorded then (tests/golden/make_info_golden.py)
+on real traces at 1 and 2 threads, synthetic, killed, stopped, exec()ing and
+counter traces, and on damaged and contradictory ones (the same problems, in
+the same order; the same one-line errors). In-process, through `cli.main`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grainlab import cli
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "info"
+EXPECTED = json.loads((GOLDEN / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("mode", ["text", "json"])
+def test_info_prints_what_it_printed_before(name, mode, capsys):
+    trace = GOLDEN / f"{name}.parquet"
+    want = EXPECTED[name][mode]
+    code = cli.main(["info", *(["--json"] if mode == "json" else []), str(trace)])
+    out, err = capsys.readouterr()
+    assert code == want["code"]
+    assert out == want["stdout"].replace("{TRACE}", str(trace))
+    assert err == want["stderr"].replace("{TRACE}", str(trace))
+
+
+def test_the_golden_set_covers_what_it_says():
+    """Errors, damaged traces with problems, and clean ones are all there."""
+    codes = [EXPECTED[n]["text"]["code"] for n in EXPECTED]
+    problems = [n for n in EXPECTED if EXPECTED[n]["text"]["code"] == 0
+                and EXPECTED[n]["text"]["stderr"]]
+    assert codes.count(2) >= 20 and len(problems) >= 15 and codes.count(0) >= 40
