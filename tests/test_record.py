@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import grainlab
+from grainlab import schema as S
 from grainlab.spool import spool_of
 from conftest import assert_one_line_error, grainlab as run_cli
 
@@ -25,6 +26,22 @@ def test_records_a_trace_and_passes_output_through(tmp_path, example):
     assert "Traceback" not in result.stderr
     t = grainlab.load(out)
     assert t.complete and t.summary()["tasks"] == 14
+
+
+@pytest.mark.parametrize("program, args", [("loops", ("all", 500)), ("depend_if0", (12, 3))])
+def test_closing_line_counts_what_the_trace_holds(tmp_path, example, program, args):
+    """The closing line is counted by streaming the trace (grainlab.scan), the
+    same numbers as loading it: events (dependence waits folded away),
+    threads, tasks, chunk events."""
+    out = tmp_path / "t.parquet"
+    result = run_cli("record", "-o", out, "--", example(program), *args)
+    assert result.returncode == 0, result.stderr
+    t = grainlab.load(out)
+    code = t.events["event"].to_numpy()
+    want = (f"grainlab: wrote {out} ({len(code)} events, {t.threads} threads, "
+            f"{int((code == S.TASK_CREATE).sum())} tasks, "
+            f"{int((code == S.CHUNK).sum())} chunk events)")
+    assert result.stderr.strip().splitlines()[-1] == want
 
 
 def test_not_openmp_program(tmp_path, example):
