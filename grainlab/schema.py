@@ -1,6 +1,14 @@
 """Trace schema constants, mirroring collector/include/grainlab_event.h and
 docs/trace-format.md (schema version 1). The one place Python names the
-numbers the collector writes."""
+numbers the collector writes.
+
+The columns themselves are not listed here: COLUMNS is read at import from
+trace_columns.def, the file the converter's writer (gl_writer.cpp) compiles
+its Parquet schema from, so the two cannot disagree. `arrow_schema()` is the
+trace's Arrow schema for whoever writes one in Python (`grainlab synth`,
+the tests' trace generator)."""
+import re
+from pathlib import Path
 
 SCHEMA_VERSION = 1  # newest schema this reader understands
 
@@ -31,13 +39,39 @@ EVENT_NAMES = {
     17: "FLUSH_END",
 }
 
-# Fixed columns and the Arrow type each must have (counter columns come on top).
-COLUMNS = {
-    "event": "uint8", "thread": "uint16", "cpu": "uint16", "tsc": "uint64",
-    "task": "uint64", "other": "uint64", "codeptr": "uint64", "value": "uint64",
-    "count": "uint64", "kind": "uint32", "flags": "uint8",
-}
+COLUMNS_FILE = Path(__file__).with_name("trace_columns.def")
+_COLUMN_LINE = re.compile(r"^GL_COLUMN\(\s*(\w+)\s*,\s*(uint8|uint16|uint32|uint64)\s*,"
+                          r"\s*(EVENT|BUFFER)\s*\)\s*$")
+
+
+def _read_columns(text: str) -> dict:
+    """{name: type} of the GL_COLUMN lines, in order (the comment aside)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    columns = {}
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        m = _COLUMN_LINE.match(line)
+        if not m or m.group(1) in columns:
+            raise ValueError(f"{COLUMNS_FILE}: not a new GL_COLUMN(name, type, source) line: {line!r}")
+        columns[m.group(1)] = m.group(2)
+    return columns
+
+
+# Fixed columns, in file order, and the Arrow type each must have (counter
+# columns come on top): {"event": "uint8", "thread": "uint16", ...}.
+COLUMNS = _read_columns(COLUMNS_FILE.read_text())
 COUNTER_PREFIX = "counter:"
+
+
+def arrow_schema(counters=(), metadata=None):
+    """The Arrow schema of a trace, as the converter writes it: COLUMNS (never
+    null), then one `counter:<name>` column (int64, null where not read) per
+    name in `counters`; `metadata`: the file's key/value metadata."""
+    import pyarrow as pa
+    fields = [pa.field(name, getattr(pa, type_name)(), nullable=False)
+              for name, type_name in COLUMNS.items()]
+    fields += [pa.field(COUNTER_PREFIX + name, pa.int64(), nullable=True) for name in counters]
+    return pa.schema(fields, metadata=metadata)
+
 
 # ompt task flags (TASK_CREATE / IMPLICIT_* `kind`).
 TASK_INITIAL = 0x1

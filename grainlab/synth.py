@@ -636,14 +636,6 @@ def _loop_trace(chunks: int, P: int, timing: Timing, rng, chunk_size: int = 4):
 # --------------------------------------------------------------------------
 # Writing
 
-ARROW_TYPES = {"event": pa.uint8(), "thread": pa.uint16(), "cpu": pa.uint16(), "tsc": pa.uint64(),
-               "task": pa.uint64(), "other": pa.uint64(), "codeptr": pa.uint64(), "value": pa.uint64(),
-               "count": pa.uint64(), "kind": pa.uint32(), "flags": pa.uint8()}
-NUMPY_TYPES = {"event": np.uint8, "thread": np.uint16, "cpu": np.uint16, "tsc": np.uint64,
-               "task": np.uint64, "other": np.uint64, "codeptr": np.uint64, "value": np.uint64,
-               "count": np.uint64, "kind": np.uint32, "flags": np.uint8}
-
-
 def _with_flushes(cols: dict, buffer_events: int) -> list[dict]:
     """Split one thread's rows into row groups the way the collector flushes:
     each full buffer ends with FLUSH_BEGIN (count = rows in the buffer), the
@@ -688,7 +680,6 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
             groups.append(g)
     # row groups in the order their buffers were written (by last row time)
     groups.sort(key=lambda g: (int(g["time"][-1]), int(g["thread"][0])))
-    schema = pa.schema([(c, t, False) for c, t in ARROW_TYPES.items()])
     meta = {
         "grainlab.schema_version": "1",
         "grainlab.complete": "true",
@@ -714,18 +705,19 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
         "grainlab.collector": "synth",
         "grainlab.run_id": "null",
     }
-    schema = schema.with_metadata(meta)
+    schema = S.arrow_schema(metadata=meta)
     with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:
         for g in groups:
             arrays = []
-            for c, t in ARROW_TYPES.items():
+            for field in schema:
+                c = field.name
                 if c == "tsc":
-                    v = (g["time"].astype(np.int64) * int(HZ / 1e9)).astype(np.uint64)
+                    v = g["time"].astype(np.int64) * int(HZ / 1e9)
                 elif c == "cpu":
-                    v = g["thread"].astype(np.uint16)
+                    v = g["thread"]
                 else:
-                    v = g[c].astype(NUMPY_TYPES[c])
-                arrays.append(pa.array(v, type=t))
+                    v = g[c]
+                arrays.append(pa.array(v.astype(field.type.to_pandas_dtype()), type=field.type))
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
 
 
