@@ -6,7 +6,7 @@ its memory is one batch plus the few rows kept per explicit task, parallel
 region and worksharing begin (grainlab.batches.Collected) whatever the number
 of events and the tree's depth (a 2,000-deep tree's lineage strings alone
 would take gigabytes). `summarize(trace)` counts a loaded trace's events as
-one batch; grainlab.scan streams a file through the same `Facts`.
+one batch; grainlab.stream streams a file through the same `Facts`.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ stopped mid-way leaves them.
 
 The checks see the events as batches in file order (grainlab.batches): the
 whole table at once for a loaded trace (`validate`), or a file streamed row
-groups at a time (`grainlab info`, grainlab.scan), with the same answers and
+groups at a time (`grainlab info`, grainlab.stream), with the same answers and
 the same messages either way. What they keep between batches is bounded: a
 few numbers per thread and per nesting key (thread, region, implicit task),
 and per explicit task its create row (grainlab.batches.Collected) and, from a

@@ -48,3 +48,14 @@ def test_the_golden_set_covers_what_it_says():
     problems = [n for n in EXPECTED if EXPECTED[n]["text"]["code"] == 0
                 and EXPECTED[n]["text"]["stderr"]]
     assert codes.count(2) >= 20 and len(problems) >= 15 and codes.count(0) >= 40
+
+
+def test_gl_scan_is_the_function_once_its_module_is_loaded():
+    """`gl.scan` stays callable after grainlab.stream (its module) is imported:
+    a submodule named like the function would replace it on the package."""
+    import grainlab as gl
+    import grainlab.stream  # noqa: F401
+    assert callable(gl.scan)
+    s = gl.scan(GOLDEN / "fib10-t1.parquet")
+    assert s.summary() == json.loads(EXPECTED["fib10-t1"]["json"]["stdout"].replace(
+        "{TRACE}", str(GOLDEN / "fib10-t1.parquet")))

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ..scan import scan
+from ..stream import scan
 
 HELP = "summarize a trace (events, threads, tasks, chunks, ...)"
 

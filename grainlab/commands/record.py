@@ -30,7 +30,7 @@ from .. import schema as S
 from ..errors import RecordError, TraceError, UsageError
 from ..outpath import resolve_output
 from ..spool import header_values, is_converter, is_locked, lock_holder, spool_of
-from ..scan import scan
+from ..stream import scan
 
 HELP = "run an OpenMP program with the collector and write a trace"
 
