@@ -52,6 +52,7 @@ def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None)
                 batch = {name: piece.column(name).to_numpy()
                          for name in piece.schema.names if name in S.COLUMNS}
             except (pa.ArrowException, OSError, ValueError) as e:
+                from .trace import _first_line
                 raise TraceError(f"{path}: corrupt data ({_first_line(e)})") from None
             n = piece.num_rows
             batch["pos"] = np.arange(offset, offset + n, dtype=np.int64)
@@ -104,11 +105,6 @@ def events_batch(events) -> dict:
 def take(batch: dict, rows) -> dict:
     """The batch restricted to `rows` (a mask or positions)."""
     return {k: v[rows] for k, v in batch.items()}
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip() or type(e).__name__
-    return text.splitlines()[0]
 
 
 class Collected:
