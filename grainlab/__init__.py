@@ -8,6 +8,7 @@ level of grains (tasks and loop chunks).
     a = gl.analyze("fib.parquet")   # the grain graph, metrics, problems (grainlab.analysis)
     a.grains; a.problems(); a.by_location(); a.summary
     gl.characterize(["a.parquet", "traces/"])   # one row of properties per trace
+    gl.scan("big.parquet").summary()   # what `grainlab info` says, streamed (grainlab.stream)
 """
 from .errors import GrainlabError, TraceError
 
@@ -16,7 +17,7 @@ __version__ = "0.1.0"
 # numpy/pandas/pyarrow load on first use, not at `import grainlab` (which must
 # stay fast for `grainlab --version` and tools that import it for a name).
 _LAZY = {"Analysis": "analysis", "Comparison": "analysis", "analyze": "analysis",
-         "open": "analysis", "Trace": "trace", "load": "trace",
+         "open": "analysis", "Trace": "trace", "load": "trace", "scan": "stream",
          "characterize": "characterization"}
 
 
@@ -31,5 +32,5 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(list(globals()) + list(_LAZY))
-__all__ = ["load", "Trace", "analyze", "open", "Analysis", "Comparison", "GrainlabError",
+__all__ = ["load", "scan", "Trace", "analyze", "open", "Analysis", "Comparison", "GrainlabError",
            "TraceError", "characterize", "__version__"]

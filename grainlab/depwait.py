@@ -22,25 +22,107 @@ Columnar: a few sorts and searches, whatever the number of waits.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from . import schema as S
 from .sorting import lexsort
 
+# Columns the fold reads.
+COLUMNS = ("event", "kind", "task", "other", "thread", "tsc", "value")
+
+
+@dataclass
+class FoldPlan:
+    """What folding the dependence waits does to a trace, by row position
+    (`pos`): rows dropped, rows whose `task` becomes another task (the
+    dependences moved onto the undeferred task), create rows whose `value`
+    (has dependences) changes. Positions sorted."""
+    folded: int
+    drop: np.ndarray
+    task_pos: np.ndarray
+    task_value: np.ndarray
+    value_pos: np.ndarray
+    value_value: np.ndarray
+
+    def apply(self, batch: dict) -> dict:
+        """The batch (grainlab.batches) as it is once folded."""
+        pos = batch["pos"]
+        if not len(pos):
+            return batch
+        for column, at, values in (("task", self.task_pos, self.task_value),
+                                   ("value", self.value_pos, self.value_value)):
+            where, hit = _find(at, pos)
+            if len(hit) and column in batch:
+                col = batch[column].copy()
+                col[hit] = values[where]
+                batch = {**batch, column: col}
+        _, dropped = _find(self.drop, pos)
+        if len(dropped):
+            keep = np.ones(len(pos), bool)
+            keep[dropped] = False
+            batch = {k: v[keep] for k, v in batch.items()}
+        return batch
+
+
+def _find(sorted_pos: np.ndarray, pos: np.ndarray):
+    """(index into sorted_pos, index into pos) of the positions in both."""
+    i = np.searchsorted(sorted_pos, pos)
+    ok = i < len(sorted_pos)
+    ok[ok] = sorted_pos[i[ok]] == pos[ok]
+    hit = np.flatnonzero(ok)
+    return i[hit], hit
+
+
+def is_pseudo_create(code, kind) -> np.ndarray:
+    """Rows that create a dependence-wait pseudo-task."""
+    out = code == S.TASK_CREATE
+    rows = np.flatnonzero(out)
+    out[rows] = (kind[rows].astype(np.uint64) & S.TASK_TASKWAIT) != 0
+    return out
+
+
+def is_wait_end(code, kind) -> np.ndarray:
+    """TASK_SCHEDULE rows that can end a dependence wait."""
+    return (code == S.TASK_SCHEDULE) & (kind == S.STATUS_TASKWAIT_COMPLETE)
+
 
 def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """(events without pseudo-tasks, how many were folded)."""
-    code = events["event"].to_numpy()
-    kind = events["kind"].to_numpy()
-    create = np.flatnonzero((code == S.TASK_CREATE)
-                            & ((kind.astype(np.uint64) & S.TASK_TASKWAIT) != 0))
-    if len(create) == 0:
+    cols = {c: events[c].to_numpy() for c in COLUMNS}
+    cols["pos"] = np.arange(len(events), dtype=np.int64)
+    plan = fold_plan(cols)
+    if plan is None:
         return events, 0
-    task = events["task"].to_numpy()
-    other = events["other"].to_numpy()
-    thread = events["thread"].to_numpy()
-    tsc = events["tsc"].to_numpy()
+    out = events
+    if len(plan.task_pos) or len(plan.value_pos):
+        out = events.copy()
+        task = out["task"].to_numpy().copy()
+        task[plan.task_pos] = plan.task_value
+        out["task"] = task
+        value = out["value"].to_numpy().copy()
+        value[plan.value_pos] = plan.value_value
+        out["value"] = value
+    keep = np.ones(len(events), bool)
+    keep[plan.drop] = False
+    return out[keep].reset_index(drop=True), plan.folded
+
+
+def fold_plan(ev: dict) -> FoldPlan | None:
+    """The fold of the rows `ev` (COLUMNS and `pos`, in file order), or None
+    when they create no pseudo-task. `ev` may be the whole trace, or only the
+    rows the fold looks at (grainlab.stream streams a file that way): every
+    pseudo-task create, every schedule row that can end a wait, the dependence
+    rows of pseudo-tasks, and, for each wait end, the row that follows it on
+    its thread in (tsc, position) order."""
+    code, kind = ev["event"], ev["kind"]
+    create = np.flatnonzero(is_pseudo_create(code, kind))
+    if len(create) == 0:
+        return None
+    task, other, thread, tsc = ev["task"], ev["other"], ev["thread"], ev["tsc"]
+    pos = ev["pos"]
     pseudo = task[create]
     order = np.argsort(pseudo, kind="stable")
     pseudo_sorted = pseudo[order]
@@ -52,8 +134,7 @@ def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         return np.where(pseudo_sorted[i] == ids, order[i], -1)
 
     # The schedule row that ends each wait: prior (`other`) = the pseudo-task.
-    sched = np.flatnonzero((code == S.TASK_SCHEDULE)
-                           & (kind == S.STATUS_TASKWAIT_COMPLETE))
+    sched = np.flatnonzero(is_wait_end(code, kind))
     sched_of = pseudo_pos(other[sched])
     sched = sched[sched_of >= 0]
     sched_of = sched_of[sched_of >= 0]
@@ -93,15 +174,21 @@ def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     drop[end_row[has_end]] = True
     drop[moved[new_owner == 0]] = True
     keep_moved = new_owner != 0
-    out = events
+    none = np.zeros(0, np.int64)
+    task_pos, task_value, value_pos, value_value = none, task[:0], none, ev["value"][:0]
     if follows.any():
-        out = events.copy()
-        new_task = task.copy()
-        new_task[moved[keep_moved]] = new_owner[keep_moved]
-        out["task"] = new_task
         # the task now has the dependences: its create row says so (`value`)
-        value = out["value"].to_numpy().copy()
-        value[nxt[follows]] = value[create[np.flatnonzero(has_end)[follows]]]
-        out["value"] = value
-    out = out[~drop].reset_index(drop=True)
-    return out, int(len(create))
+        task_pos, task_value = pos[moved[keep_moved]], new_owner[keep_moved]
+        value_pos = pos[nxt[follows]]
+        value_value = ev["value"][create[np.flatnonzero(has_end)[follows]]]
+    return FoldPlan(int(len(create)), np.sort(pos[drop]), *_sorted(task_pos, task_value),
+                    *_sorted(value_pos, value_value))
+
+
+def _sorted(at, values):
+    """Positions sorted (the last assignment of a position wins, as it does
+    when the values are assigned to a column in this order)."""
+    at = np.asarray(at, np.int64)
+    rev = np.arange(len(at))[::-1]
+    uniq, first_in_rev = np.unique(at[::-1], return_index=True)
+    return uniq, np.asarray(values)[rev[first_in_rev]]

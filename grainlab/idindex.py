@@ -13,6 +13,7 @@ import numpy as np
 _SHIFT = np.uint64(40)
 _LOW = np.uint64((1 << 40) - 1)
 _MAX_THREADS = 1 << 16
+_BLOCK = 1 << 20
 
 
 class IdIndex:
@@ -33,14 +34,19 @@ class IdIndex:
             # limit[h] = 1 + largest n of thread slot h; a last entry of 0
             # catches every out-of-range `hi` of a query
             limit = np.zeros(int(hi.max()) + 2, dtype=np.int64)
-            np.maximum.at(limit, hi.astype(np.intp), lo.astype(np.int64) + 1)
+            for at in range(0, self.n, _BLOCK):
+                part = slice(at, at + _BLOCK)
+                np.maximum.at(limit, hi[part].astype(np.intp), lo[part].astype(np.int64) + 1)
             size = int(limit.sum())
             if size <= 4 * self.n + 1024:
                 base = np.zeros(len(limit), dtype=np.int64)
                 np.cumsum(limit[:-1], out=base[1:])
                 dtype = np.int32 if self.n < (1 << 31) - 1 else np.int64
                 table = np.full(size + 1, -1, dtype=dtype)   # last entry: "absent"
-                table[base[hi.astype(np.intp)] + lo.astype(np.int64)] = np.arange(self.n, dtype=dtype)
+                for at in range(0, self.n, _BLOCK):          # in blocks, as get()
+                    part = slice(at, at + _BLOCK)
+                    table[base[hi[part].astype(np.intp)] + lo[part].astype(np.int64)] = \
+                        np.arange(at, min(at + _BLOCK, self.n), dtype=dtype)
                 self._table, self._base, self._limit = table, base, limit
                 return
         order = np.argsort(ids, kind="stable")
@@ -51,16 +57,23 @@ class IdIndex:
         if self.n == 0:
             return np.full(len(values), -1, dtype=np.int64)
         if self._table is not None:
-            hi = np.minimum(values >> _SHIFT, np.uint64(len(self._limit) - 1)).astype(np.intp)
-            lo = (values & _LOW).astype(np.int64)
-            slot = self._base[hi]
-            slot += lo
-            slot[lo >= self._limit[hi]] = len(self._table) - 1
-            return self._table[slot].astype(np.int64)
+            # in blocks: the temporaries stay a few MB however many values
+            out = np.empty(len(values), dtype=np.int64)
+            for at in range(0, len(values), _BLOCK):
+                out[at:at + _BLOCK] = self._lookup(values[at:at + _BLOCK])
+            return out
         pos = np.searchsorted(self._sorted, values, side="right") - 1
         pos[pos < 0] = 0
         hit = self._sorted[pos] == values
         return np.where(hit, self._order[pos], -1)
+
+    def _lookup(self, values) -> np.ndarray:
+        hi = np.minimum(values >> _SHIFT, np.uint64(len(self._limit) - 1)).astype(np.intp)
+        lo = (values & _LOW).astype(np.int64)
+        slot = self._base[hi]
+        slot += lo
+        slot[lo >= self._limit[hi]] = len(self._table) - 1
+        return self._table[slot]
 
     def contains(self, values) -> np.ndarray:
         return self.get(values) >= 0

@@ -33,31 +33,45 @@ def region_table(trace) -> pd.DataFrame:
     task), codeptr, location."""
     ev = trace.events
     code = ev["event"].to_numpy()
-    b = np.flatnonzero(code == S.PARALLEL_BEGIN)
-    origin = trace_origin(trace)
-    rid = ev["other"].to_numpy()[b]
-    rid, first = np.unique(rid, return_index=True)
-    b = b[first]
-    begin = ev["time"].to_numpy()[b].astype(np.int64) - origin
-    e = np.flatnonzero(code == S.PARALLEL_END)
-    end_by_id = pd.Series(ev["time"].to_numpy()[e].astype(np.int64) - origin,
-                          index=ev["other"].to_numpy()[e])
-    end_by_id = end_by_id[~end_by_id.index.duplicated()]
-    end = end_by_id.reindex(rid).to_numpy(dtype=np.float64)
+    rows = np.flatnonzero((code == S.PARALLEL_BEGIN) | (code == S.PARALLEL_END))
+    parallel = {c: ev[c].to_numpy()[rows] for c in PARALLEL_COLUMNS}
     # an initial task's IMPLICIT_BEGIN carries TASK_INITIAL in `kind`
     imp = np.flatnonzero(code == S.IMPLICIT_BEGIN)
     initial = ev["task"].to_numpy()[imp][(ev["kind"].to_numpy()[imp] & S.TASK_INITIAL) != 0]
-    nested = ~np.isin(ev["task"].to_numpy()[b], initial)
-    codeptr = ev["codeptr"].to_numpy()[b].astype(np.uint64)
+    return regions_of(parallel, initial, trace_origin(trace), trace.meta)
+
+
+# What regions_of reads of the PARALLEL_BEGIN and PARALLEL_END rows.
+PARALLEL_COLUMNS = ("event", "other", "tsc", "task", "count", "codeptr", "thread")
+
+
+def regions_of(parallel: dict, initial, origin: int, meta: dict) -> pd.DataFrame:
+    """region_table from the PARALLEL_BEGIN and PARALLEL_END rows alone
+    (`parallel`: PARALLEL_COLUMNS, in file order), the initial tasks' ids and
+    the trace's first time (ns): what `grainlab info` keeps while it streams."""
+    code = parallel["event"]
+    hz = float(meta["clock"]["hz"])
+    time = np.rint(parallel["tsc"].astype(np.float64) * (1e9 / hz)).astype(np.int64)
+    b = np.flatnonzero(code == S.PARALLEL_BEGIN)
+    rid = parallel["other"][b]
+    rid, first = np.unique(rid, return_index=True)
+    b = b[first]
+    begin = time[b] - origin
+    e = np.flatnonzero(code == S.PARALLEL_END)
+    end_by_id = pd.Series(time[e] - origin, index=parallel["other"][e])
+    end_by_id = end_by_id[~end_by_id.index.duplicated()]
+    end = end_by_id.reindex(rid).to_numpy(dtype=np.float64)
+    nested = ~np.isin(parallel["task"][b], initial)
+    codeptr = parallel["codeptr"][b].astype(np.uint64)
     order = np.argsort(begin, kind="stable")
     df = pd.DataFrame({
         "id": rid[order], "begin_ns": begin[order], "end_ns": end[order],
-        "team": ev["count"].to_numpy()[b][order].astype(np.int64),
+        "team": parallel["count"][b][order].astype(np.int64),
         "nested": nested[order], "codeptr": codeptr[order]})
     df["duration_ns"] = df["end_ns"] - df["begin_ns"]
     from .symbolize import symbolize_on_threads
-    thread = ev["thread"].to_numpy()[b][order]
-    df["location"] = symbolize_on_threads(df["codeptr"].to_numpy(np.uint64), thread, trace.meta,
+    thread = parallel["thread"][b][order]
+    df["location"] = symbolize_on_threads(df["codeptr"].to_numpy(np.uint64), thread, meta,
                                           np.full(len(df), "parallel", dtype=object)) \
         if len(df) else []
     df.index = pd.RangeIndex(1, len(df) + 1, name="region")

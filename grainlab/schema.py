@@ -1,6 +1,14 @@
 """Trace schema constants, mirroring collector/include/grainlab_event.h and
 docs/trace-format.md (schema version 1). The one place Python names the
-numbers the collector writes."""
+numbers the collector writes.
+
+The columns themselves are not listed here: COLUMNS is read at import from
+trace_columns.def, the file the converter's writer (gl_writer.cpp) compiles
+its Parquet schema from, so the two cannot disagree. `arrow_schema()` is the
+trace's Arrow schema for whoever writes one in Python (`grainlab synth`,
+the tests' trace generator)."""
+import re
+from pathlib import Path
 
 SCHEMA_VERSION = 1  # newest schema this reader understands
 
@@ -23,21 +31,54 @@ TASK_DEPENDENCE = 15
 FLUSH_BEGIN = 16
 FLUSH_END = 17
 
-EVENT_NAMES = {
-    1: "THREAD_BEGIN", 2: "THREAD_END", 3: "PARALLEL_BEGIN", 4: "PARALLEL_END",
-    5: "IMPLICIT_BEGIN", 6: "IMPLICIT_END", 7: "TASK_CREATE", 8: "TASK_SCHEDULE",
-    9: "SYNC_BEGIN", 10: "SYNC_END", 11: "WORK_BEGIN", 12: "WORK_END",
-    13: "CHUNK", 14: "DEPENDENCE", 15: "TASK_DEPENDENCE", 16: "FLUSH_BEGIN",
-    17: "FLUSH_END",
-}
+EVENT_NAMES = {globals()[name]: name for name in (
+    "THREAD_BEGIN", "THREAD_END", "PARALLEL_BEGIN", "PARALLEL_END", "IMPLICIT_BEGIN",
+    "IMPLICIT_END", "TASK_CREATE", "TASK_SCHEDULE", "SYNC_BEGIN", "SYNC_END", "WORK_BEGIN",
+    "WORK_END", "CHUNK", "DEPENDENCE", "TASK_DEPENDENCE", "FLUSH_BEGIN", "FLUSH_END")}
 
-# Fixed columns and the Arrow type each must have (counter columns come on top).
-COLUMNS = {
-    "event": "uint8", "thread": "uint16", "cpu": "uint16", "tsc": "uint64",
-    "task": "uint64", "other": "uint64", "codeptr": "uint64", "value": "uint64",
-    "count": "uint64", "kind": "uint32", "flags": "uint8",
-}
+COLUMNS_FILE = Path(__file__).with_name("trace_columns.def")
+_COLUMN_LINE = re.compile(r"^GL_COLUMN\(\s*(\w+)\s*,\s*(uint8|uint16|uint32|uint64)\s*,"
+                          r"\s*(EVENT|BUFFER)\s*\)\s*$")
+
+
+def _read_columns(text: str) -> dict:
+    """{name: type} of the GL_COLUMN lines, in order (the comment aside)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    columns = {}
+    for line in filter(None, (x.strip() for x in text.splitlines())):
+        m = _COLUMN_LINE.match(line)
+        if not m or m.group(1) in columns:
+            raise ValueError(f"{COLUMNS_FILE}: not a new GL_COLUMN(name, type, source) line: {line!r}")
+        columns[m.group(1)] = m.group(2)
+    return columns
+
+
+# Fixed columns, in file order, and the Arrow type each must have (counter
+# columns come on top): {"event": "uint8", "thread": "uint16", ...}.
+COLUMNS = _read_columns(COLUMNS_FILE.read_text())
 COUNTER_PREFIX = "counter:"
+
+
+def arrow_schema(counters=(), metadata=None):
+    """The Arrow schema of a trace, as the converter writes it: COLUMNS (never
+    null), then one `counter:<name>` column (int64, null where not read) per
+    name in `counters`; `metadata`: the file's key/value metadata."""
+    import pyarrow as pa
+    fields = [pa.field(name, getattr(pa, type_name)(), nullable=False)
+              for name, type_name in COLUMNS.items()]
+    fields += [pa.field(COUNTER_PREFIX + name, pa.int64(), nullable=True) for name in counters]
+    return pa.schema(fields, metadata=metadata)
+
+
+# ompt thread type (THREAD_BEGIN `kind`).
+THREAD_INITIAL = 1
+THREAD_WORKER = 2
+
+# ompt parallel flags (PARALLEL_* `kind`).
+PARALLEL_INVOKER_PROGRAM = 0x1
+PARALLEL_INVOKER_RUNTIME = 0x2
+PARALLEL_LEAGUE = 0x40000000
+PARALLEL_TEAM = 0x80000000
 
 # ompt task flags (TASK_CREATE / IMPLICIT_* `kind`).
 TASK_INITIAL = 0x1
@@ -63,9 +104,19 @@ STATUS_TASKWAIT_COMPLETE = 8
 STATUS_FINISHED = (STATUS_COMPLETE, STATUS_CANCEL, STATUS_DETACH)
 
 # Sync kinds (SYNC_* `kind`).
+SYNC_BARRIER = 1                      # deprecated in OpenMP 5.1
+SYNC_BARRIER_IMPLICIT = 2             # deprecated in OpenMP 5.1
+SYNC_BARRIER_EXPLICIT = 3
+SYNC_BARRIER_IMPLEMENTATION = 4
 SYNC_TASKWAIT = 5
 SYNC_TASKGROUP = 6
-SYNC_BARRIERS = (1, 2, 3, 4, 8, 9, 10)
+SYNC_REDUCTION = 7
+SYNC_BARRIER_IMPLICIT_WORKSHARE = 8   # a worksharing construct's end
+SYNC_BARRIER_IMPLICIT_PARALLEL = 9    # a parallel region's end
+SYNC_BARRIER_TEAMS = 10
+SYNC_BARRIERS = (SYNC_BARRIER, SYNC_BARRIER_IMPLICIT, SYNC_BARRIER_EXPLICIT,
+                 SYNC_BARRIER_IMPLEMENTATION, SYNC_BARRIER_IMPLICIT_WORKSHARE,
+                 SYNC_BARRIER_IMPLICIT_PARALLEL, SYNC_BARRIER_TEAMS)
 
 # Work types (WORK_* `kind`).
 WORK_LOOP = 1
@@ -81,12 +132,14 @@ WORK_LOOP_DYNAMIC = 11
 WORK_LOOP_GUIDED = 12
 WORK_LOOP_OTHER = 13
 WORK_NAMES = {
-    1: "loop", 2: "sections", 3: "single", 4: "single", 5: "workshare",
-    6: "distribute", 7: "taskloop", 8: "scope", 10: "static", 11: "dynamic",
-    12: "guided", 13: "loop",
+    WORK_LOOP: "loop", WORK_SECTIONS: "sections", WORK_SINGLE_EXECUTOR: "single",
+    WORK_SINGLE_OTHER: "single", WORK_WORKSHARE: "workshare", WORK_DISTRIBUTE: "distribute",
+    WORK_TASKLOOP: "taskloop", WORK_SCOPE: "scope", WORK_LOOP_STATIC: "static",
+    WORK_LOOP_DYNAMIC: "dynamic", WORK_LOOP_GUIDED: "guided", WORK_LOOP_OTHER: "loop",
 }
 # Constructs whose instances carry iteration chunks (loops() rows).
-WORK_WITH_CHUNKS = (1, 6, 7, 10, 11, 12, 13)
+WORK_WITH_CHUNKS = (WORK_LOOP, WORK_DISTRIBUTE, WORK_TASKLOOP, WORK_LOOP_STATIC,
+                    WORK_LOOP_DYNAMIC, WORK_LOOP_GUIDED, WORK_LOOP_OTHER)
 
 # Dispatch kinds (CHUNK `kind`).
 DISPATCH_ITERATION = 1
@@ -94,20 +147,22 @@ DISPATCH_SECTION = 2
 DISPATCH_LOOP_CHUNK = 3
 DISPATCH_TASKLOOP_CHUNK = 4
 DISPATCH_DISTRIBUTE_CHUNK = 5
-DISPATCH_LOOPS = (1, 3, 4, 5)  # dispatch kinds that cover loop iterations
+# dispatch kinds that cover loop iterations
+DISPATCH_LOOPS = (DISPATCH_ITERATION, DISPATCH_LOOP_CHUNK, DISPATCH_TASKLOOP_CHUNK,
+                  DISPATCH_DISTRIBUTE_CHUNK)
 
 CHUNK_INFERRED = 0x1
 
-# Dependence types (DEPENDENCE `kind`).
-DEP_IN = 1
-DEP_OUT = 2
-DEP_INOUT = 3
-DEP_MUTEXINOUTSET = 4
-DEP_SOURCE = 5
-DEP_SINK = 6
-DEP_INOUTSET = 7
-DEP_OUT_ALL_MEMORY = 34
-DEP_INOUT_ALL_MEMORY = 35
+# ompt dependence type (DEPENDENCE `kind`).
+DEPEND_IN = 1
+DEPEND_OUT = 2
+DEPEND_INOUT = 3
+DEPEND_MUTEXINOUTSET = 4
+DEPEND_SOURCE = 5
+DEPEND_SINK = 6
+DEPEND_INOUTSET = 7
+DEPEND_OUT_ALL_MEMORY = 34
+DEPEND_INOUT_ALL_MEMORY = 35
 
 
 # Events a thread buffers before a flush (`record --buffer-events`,

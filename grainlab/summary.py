@@ -1,89 +1,156 @@
-"""The facts `grainlab info` reports about a trace, as one flat dict."""
+"""The facts `grainlab info` reports about a trace, as one flat dict.
+
+Counted from the event columns alone, batch by batch (grainlab.batches): no
+task, lineage or chunk tables are built, so `info` costs O(events) time, and
+its memory is one batch plus the few rows kept per explicit task, parallel
+region and worksharing begin (grainlab.batches.Collected) whatever the number
+of events and the tree's depth (a 2,000-deep tree's lineage strings alone
+would take gigabytes). `summarize(trace)` counts a loaded trace's events as
+one batch; grainlab.stream streams a file through the same `Facts`.
+"""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from . import schema as S
+from .batches import Collected, events_batch
+from .idindex import IdIndex
 
 
 def summarize(trace) -> dict:
-    """Counted from the event columns alone: no task, lineage or chunk tables
-    are built, so `info` costs O(events) time and a few bytes per event and
-    per task whatever the tree's depth (a 2,000-deep tree's lineage strings
-    alone would take gigabytes)."""
-    ev = trace.events
-    code = ev["event"].to_numpy()
-    kind = ev["kind"].to_numpy()
-    tsc = ev["tsc"].to_numpy()
-    runtime = trace.meta.get("runtime") if isinstance(trace.meta.get("runtime"), dict) else {}
-    sync = code == S.SYNC_BEGIN
-    create = np.flatnonzero(code == S.TASK_CREATE)
-    task = ev["task"].to_numpy()
-    # One row per explicit task, as tasks() keeps them: the first TASK_CREATE.
-    created_ids, first = np.unique(task[create], return_index=True)
-    create_first = create[first]
-    flags = kind[create_first]
-    implicit = np.flatnonzero(code == S.IMPLICIT_BEGIN)
-    implicit_ids, first_imp = np.unique(task[implicit], return_index=True)
-    implicit_flags = kind[implicit[first_imp]]
-    chunk = (code == S.CHUNK) & np.isin(kind, S.DISPATCH_LOOPS)
-    hz = float(trace.meta["clock"]["hz"])
-    duration = 0
-    if len(tsc):
-        lo, hi = (int(np.rint(float(t) * (1e9 / hz))) for t in (tsc.min(), tsc.max()))
-        duration = hi - lo
-    return {
-        "path": str(trace.path),
-        "complete": bool(trace.complete),
-        "end_reason": str(trace.meta.get("end_reason", "unknown")),
-        "events": int(len(ev)),
-        "threads": int(trace.threads),
-        "tasks": int(len(create)),
-        "implicit_tasks": int(np.count_nonzero((implicit_flags & S.TASK_INITIAL) == 0)),
-        "undeferred_tasks": int(np.count_nonzero(flags & S.TASK_UNDEFERRED)),
-        "final_tasks": int(np.count_nonzero(flags & S.TASK_FINAL)),
-        "untied_tasks": int(np.count_nonzero(flags & S.TASK_UNTIED)),
-        "tasks_with_dependences": int(np.count_nonzero(ev["value"].to_numpy()[create_first])),
-        "max_task_depth": explicit_depth(
-            created_ids, ev["other"].to_numpy()[create_first], implicit_ids),
-        "chunks": int(np.count_nonzero(chunk)),
-        "inferred_chunks": int(np.count_nonzero(ev["flags"].to_numpy()[chunk] & S.CHUNK_INFERRED)),
-        "iterations": int(ev["count"].to_numpy()[chunk].astype(np.int64).sum()),
-        "loops": loop_count(ev, code),
-        "parallel_regions": int(np.count_nonzero(code == S.PARALLEL_BEGIN)),
-        "region_list": region_list(trace),
-        "taskwaits": int(np.count_nonzero(sync & (kind == S.SYNC_TASKWAIT))),
-        "taskgroups": int(np.count_nonzero(sync & (kind == S.SYNC_TASKGROUP))),
-        "barriers": int(np.count_nonzero(sync & np.isin(kind, S.SYNC_BARRIERS))),
-        "dependences": int(np.count_nonzero(code == S.DEPENDENCE)),
-        "duration_ns": int(duration),
-        "row_groups": int(len(trace.row_group_sizes)),
-        "flushes": int(np.count_nonzero(code == S.FLUSH_BEGIN)),
-        "dropped_events": _int_or_none(trace.meta.get("dropped_events")) or 0,
-        "buffer_events": _int_or_none(trace.meta.get("buffer_events")),
-        "counters": trace.counters,
-        "unavailable_counters": [
-            c.get("name") for c in _list(trace.meta.get("counters"))
-            if isinstance(c, dict) and not c.get("available", False)],
-        "runtime": runtime.get("name"),
-        "chunks_reported": runtime.get("chunks_reported"),
-        "command": trace.meta.get("command"),
-        # a run that exec()s: the command line of every later image, in order
-        "exec_commands": [i.get("command") for i in trace.meta["images"][1:]
-                          if isinstance(i, dict)]
-        if isinstance(trace.meta.get("images"), list) else [],
-        "schema_version": int(trace.meta["schema_version"]),
-        "problems": list(trace.problems),
-    }
+    """What `grainlab info --json` prints about a loaded trace."""
+    batch = events_batch(trace.events)
+    rows = Collected()
+    rows.feed(batch)
+    facts = Facts()
+    facts.feed(batch)
+    return facts.summary(rows, path=trace.path, meta=trace.meta, complete=trace.complete,
+                         problems=trace.problems, counters=trace.counters,
+                         row_groups=len(trace.row_group_sizes))
 
 
-def region_list(trace) -> list:
+class Facts:
+    """Counts over the batches that pass by (`feed`), then `summary`."""
+
+    def __init__(self):
+        self.events = 0
+        self.thread_ids = np.zeros(0, np.uint16)
+        self.tsc_min = self.tsc_max = None
+        self.counts = dict.fromkeys(
+            ("parallel_regions", "taskwaits", "taskgroups", "barriers", "dependences",
+             "flushes", "chunks", "inferred_chunks", "chunk_events", "task_creates"), 0)
+        self.iteration_sums: list = []
+
+    def feed(self, b: dict) -> None:
+        n = len(b["event"])
+        if not n:
+            return
+        self.events += n
+        code, kind = b["event"], b["kind"]
+        self.thread_ids = np.union1d(self.thread_ids, np.unique(b["thread"]))
+        lo, hi = b["tsc"].min(), b["tsc"].max()
+        self.tsc_min = lo if self.tsc_min is None else min(self.tsc_min, lo)
+        self.tsc_max = hi if self.tsc_max is None else max(self.tsc_max, hi)
+        sync = code == S.SYNC_BEGIN
+        chunk = code == S.CHUNK
+        loop_chunk = chunk & np.isin(kind, S.DISPATCH_LOOPS)
+        c = self.counts
+        c["parallel_regions"] += int(np.count_nonzero(code == S.PARALLEL_BEGIN))
+        c["taskwaits"] += int(np.count_nonzero(sync & (kind == S.SYNC_TASKWAIT)))
+        c["taskgroups"] += int(np.count_nonzero(sync & (kind == S.SYNC_TASKGROUP)))
+        c["barriers"] += int(np.count_nonzero(sync & np.isin(kind, S.SYNC_BARRIERS)))
+        c["dependences"] += int(np.count_nonzero(code == S.DEPENDENCE))
+        c["flushes"] += int(np.count_nonzero(code == S.FLUSH_BEGIN))
+        c["chunks"] += int(np.count_nonzero(loop_chunk))
+        c["inferred_chunks"] += int(np.count_nonzero(b["flags"][loop_chunk] & S.CHUNK_INFERRED))
+        c["chunk_events"] += int(np.count_nonzero(chunk))
+        c["task_creates"] += int(np.count_nonzero(code == S.TASK_CREATE))
+        # int64 sums wrap as one sum over the whole column would
+        self.iteration_sums.append(b["count"][loop_chunk].astype(np.int64).sum())
+
+    @property
+    def threads(self) -> int:
+        return int(len(self.thread_ids))
+
+    def origin_ns(self, hz: float) -> int:
+        """Time (ns) of the first event: where `info`'s times count from."""
+        return 0 if self.tsc_min is None else _ns(self.tsc_min, hz)
+
+    def summary(self, rows: Collected, *, path, meta, complete, problems, counters,
+                row_groups) -> dict:
+        runtime = meta.get("runtime") if isinstance(meta.get("runtime"), dict) else {}
+        create = rows.create
+        # One row per explicit task, as tasks() keeps them: the first TASK_CREATE.
+        if rows.creates_unique():
+            first, index = slice(None), rows.create_index()
+        else:                           # a damaged trace: the first of each id
+            created_ids, first = np.unique(create["task"], return_index=True)
+            index = IdIndex(created_ids)
+        flags = create["kind"][first]
+        implicit_ids, first_imp = np.unique(rows.implicit["task"], return_index=True)
+        implicit_flags = rows.implicit["kind"][first_imp]
+        hz = float(meta["clock"]["hz"])
+        duration = 0
+        if self.events:
+            duration = _ns(self.tsc_max, hz) - _ns(self.tsc_min, hz)
+        c = self.counts
+        initial = rows.implicit["task"][(rows.implicit["kind"] & S.TASK_INITIAL) != 0]
+        return {
+            "path": str(path),
+            "complete": bool(complete),
+            "end_reason": str(meta.get("end_reason", "unknown")),
+            "events": int(self.events),
+            "threads": self.threads,
+            "tasks": int(len(create["task"])),
+            "implicit_tasks": int(np.count_nonzero((implicit_flags & S.TASK_INITIAL) == 0)),
+            "undeferred_tasks": int(np.count_nonzero(flags & S.TASK_UNDEFERRED)),
+            "final_tasks": int(np.count_nonzero(flags & S.TASK_FINAL)),
+            "untied_tasks": int(np.count_nonzero(flags & S.TASK_UNTIED)),
+            "tasks_with_dependences": int(np.count_nonzero(create["dependences"][first])),
+            "max_task_depth": explicit_depth(index, create["other"][first], implicit_ids),
+            "chunks": c["chunks"],
+            "inferred_chunks": c["inferred_chunks"],
+            "iterations": int(np.sum(np.array(self.iteration_sums, dtype=np.int64))),
+            "loops": loop_count(rows.work),
+            "parallel_regions": c["parallel_regions"],
+            "region_list": region_list(rows.parallel, initial, self.origin_ns(hz), meta),
+            "taskwaits": c["taskwaits"],
+            "taskgroups": c["taskgroups"],
+            "barriers": c["barriers"],
+            "dependences": c["dependences"],
+            "duration_ns": int(duration),
+            "row_groups": int(row_groups),
+            "flushes": c["flushes"],
+            "dropped_events": _int_or_none(meta.get("dropped_events")) or 0,
+            "buffer_events": _int_or_none(meta.get("buffer_events")),
+            "counters": list(counters),
+            "unavailable_counters": [
+                c.get("name") for c in _list(meta.get("counters"))
+                if isinstance(c, dict) and not c.get("available", False)],
+            "runtime": runtime.get("name"),
+            "chunks_reported": runtime.get("chunks_reported"),
+            "command": meta.get("command"),
+            # a run that exec()s: the command line of every later image, in order
+            "exec_commands": [i.get("command") for i in meta["images"][1:]
+                              if isinstance(i, dict)]
+            if isinstance(meta.get("images"), list) else [],
+            "schema_version": int(meta["schema_version"]),
+            "problems": list(problems),
+        }
+
+
+def _ns(tsc, hz: float) -> int:
+    """A tick count as ns, rounded as the loaded trace's `time` column is."""
+    return int(np.rint(float(tsc) * (1e9 / hz)))
+
+
+def region_list(parallel: dict, initial, origin: int, meta: dict) -> list:
     """Every parallel region, numbered as `analyze --region N` takes them:
     region, begin_ns (from the trace's start), duration_ns (None if it never
     ended), team, nested, location."""
-    from .regions import region_table
-    t = region_table(trace)
+    from .regions import regions_of
+    t = regions_of(parallel, initial, origin, meta)
     dur = t["duration_ns"].to_numpy(np.float64)
     return [{"region": i, "begin_ns": b, "duration_ns": None if d != d else int(d),
              "team": n, "nested": x, "location": str(loc)}
@@ -92,45 +159,42 @@ def region_list(trace) -> list:
                                           t["location"].tolist())]
 
 
-def loop_count(ev, code) -> int:
+def loop_count(work: dict) -> int:
     """Loop instances as loops() names them (grainlab.chunks): the k-th
     worksharing construct a region's implicit tasks begin is one instance
     (region, k); the k-th taskloop a task begins is one (task, k). Counted on
-    the WORK_BEGIN rows only, in each thread's row order."""
-    rows = np.flatnonzero(code == S.WORK_BEGIN)
-    if not len(rows):
+    the WORK_BEGIN rows only (`work`: their thread, kind, task, other columns,
+    in file order), in each thread's row order."""
+    if not len(work["thread"]):
         return 0
-    rows = rows[np.argsort(ev["thread"].to_numpy()[rows], kind="stable")]
-    kind = ev["kind"].to_numpy()[rows]
-    task = ev["task"].to_numpy()[rows]
+    rows = np.argsort(work["thread"], kind="stable")
+    kind = work["kind"][rows]
+    task = work["task"][rows]
     taskloop = kind == S.WORK_TASKLOOP
     begins = pd.DataFrame({"task": task, "taskloop": taskloop, "kind": kind})
     sequence = begins.groupby(["task", "taskloop"], sort=False).cumcount().to_numpy()
-    owner = np.where(taskloop, task, ev["other"].to_numpy()[rows])
+    owner = np.where(taskloop, task, work["other"][rows])
     keys = pd.DataFrame({"taskloop": taskloop, "owner": owner, "sequence": sequence,
                          "kind": kind})
     first_kind = keys.groupby(["taskloop", "owner", "sequence"], sort=False)["kind"].first()
     return int(np.count_nonzero(np.isin(first_kind.to_numpy(), S.WORK_WITH_CHUNKS)))
 
 
-def explicit_depth(ids, parents, roots) -> int:
+def explicit_depth(index: IdIndex, parents, roots) -> int:
     """Deepest nesting of explicit tasks: a task created by an implicit (or the
     initial) task has depth 1, its children 2, ... (fib with cutoff 10: 10).
-    `ids`/`parents`: one per explicit task; `roots`: implicit and initial task
-    ids. Pointer jumping over parent positions: ceil(log2 n)+1 rounds at most,
-    a few integers per task whatever the depth. A task whose chain reaches no
-    known task counts for nothing (a damaged trace)."""
-    n = len(ids)
+    `index`: IdIndex of the explicit tasks' ids (grainlab.idindex), one per
+    task; `parents`: their parents, in the same order; `roots`: implicit and
+    initial task ids. Pointer jumping over parent positions: ceil(log2 n)+1
+    rounds at most, ~10 bytes per task whatever the depth. A task whose chain
+    reaches no known task counts for nothing (a damaged trace)."""
+    n = index.n
     if not n:
         return 0
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    at = np.searchsorted(sorted_ids, parents)
-    at = np.minimum(at, n - 1)
-    found = sorted_ids[at] == parents
-    up = np.where(found, order[at], -1)           # explicit parent's position
-    rooted = ~found & np.isin(parents, roots)     # created by an implicit/initial task
-    depth = np.ones(n, dtype=np.int64)
+    up = index.get(parents)                         # explicit parent's position
+    rooted = (up < 0) & np.isin(parents, roots)     # created by an implicit/initial task
+    up = up.astype(np.int32 if n < (1 << 31) else np.int64)
+    depth = np.ones(n, dtype=np.int32)
     for _ in range(int(np.ceil(np.log2(max(n, 2)))) + 1):
         live = np.flatnonzero(up >= 0)
         if not len(live):

@@ -36,6 +36,10 @@ from .errors import UsageError
 SHAPES = ("fork-join", "spine", "loop", "random")
 HZ = 2e9                 # tsc = 2 * ns: exercises tick conversion, stays exact
 CODE_BASE = 0x555555554000
+# What libomp 19 reports: a parallel region started by the runtime for its team.
+PARALLEL_FLAGS = S.PARALLEL_TEAM | S.PARALLEL_INVOKER_RUNTIME
+WORKSHARE_BARRIER = S.SYNC_BARRIER_IMPLICIT_WORKSHARE    # ends the single (when waiting)
+REGION_BARRIER = S.SYNC_BARRIER_IMPLICIT_PARALLEL        # ends the parallel region
 NEG = np.iinfo(np.int64).min // 4
 
 
@@ -181,14 +185,14 @@ def random_tree(n_tasks: int, timing: Timing, rng, threads: int = 2) -> Tree:
     task = np.repeat(cand, items)
     slot = rng.integers(0, 3, len(task))
     addr = 0x7ffd00000000 + (parent[task] * 3 + slot) * 8
-    dtype = np.where(rng.random(len(task)) < 0.5, 1, 3)     # in / inout
+    dtype = np.where(rng.random(len(task)) < 0.5, S.DEPEND_IN, S.DEPEND_INOUT)
     key = np.unique(np.stack([task, addr]), axis=1, return_index=True)[1]
     task, addr, dtype = task[key], addr[key], dtype[key]
     o = np.lexsort((addr, task))
     tree.dep_task, tree.dep_addr, tree.dep_type = task[o], addr[o], dtype[o]
     # runtime-resolved edges: the last writer before each item (a subset, as libomp)
     o = np.lexsort((task, addr))
-    t, a, w = task[o], addr[o], dtype[o] == 3
+    t, a, w = task[o], addr[o], dtype[o] == S.DEPEND_INOUT
     idx = np.arange(len(t))
     lw = np.maximum.accumulate(np.where(w, idx, -1))
     prev = np.full(len(t), -1)
@@ -343,7 +347,7 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     thread_of = root_thread[rindex[root_of]]
 
     # thread layouts: prologue, root blocks, epilogue
-    pro0 = 5 + R + (1 if waits else 2)          # ... creates, SYNC_BEGIN(taskwait) | WORK_END, SYNC_BEGIN(9)
+    pro0 = 5 + R + (1 if waits else 2)          # ... creates, SYNC_BEGIN(taskwait) | WORK_END, SYNC_BEGIN(region barrier)
     epi0 = 10 if waits else 5
     pro_w = 5
     epi_w = 5 if waits else 3
@@ -443,9 +447,9 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     code = CODE_BASE + 0x800
     t0 = tstart[0]
     one = lambda pos, *a, **k: put(np.array([pos]), *a, **k)  # noqa: E731
-    one(t0 + 0, S.THREAD_BEGIN, kind=1, g=2000)
+    one(t0 + 0, S.THREAD_BEGIN, kind=S.THREAD_INITIAL, g=2000)
     one(t0 + 1, S.IMPLICIT_BEGIN, initial_id, value=1, count=1, kind=S.TASK_INITIAL, g=timing.serial_ns)
-    one(t0 + 2, S.PARALLEL_BEGIN, initial_id, region_id, count=P, kind=0x80000002, codeptr=code, g=1000)
+    one(t0 + 2, S.PARALLEL_BEGIN, initial_id, region_id, count=P, kind=PARALLEL_FLAGS, codeptr=code, g=1000)
     one(t0 + 3, S.IMPLICIT_BEGIN, implicit[0], region_id, value=0, count=P, kind=S.TASK_IMPLICIT, g=200)
     one(t0 + 4, S.WORK_BEGIN, implicit[0], region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR,
         codeptr=code + 0x10, g=timing.producer_ns)
@@ -460,30 +464,32 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
         e = tstart[0] + length[0] - epi0
         seq = [("tw_end", S.SYNC_END, S.SYNC_TASKWAIT, timing.last_ns),
                ("work_end", S.WORK_END, S.WORK_SINGLE_EXECUTOR, 100),
-               ("b8", S.SYNC_BEGIN, 8, timing.schedule_ns), ("e8", S.SYNC_END, 8, 100),
-               ("b9", S.SYNC_BEGIN, 9, timing.schedule_ns), ("e9", S.SYNC_END, 9, 100)]
+               ("b8", S.SYNC_BEGIN, WORKSHARE_BARRIER, timing.schedule_ns),
+               ("e8", S.SYNC_END, WORKSHARE_BARRIER, 100),
+               ("b9", S.SYNC_BEGIN, REGION_BARRIER, timing.schedule_ns),
+               ("e9", S.SYNC_END, REGION_BARRIER, 100)]
     else:
         one(q, S.WORK_END, imp0, region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR, g=100)
-        one(q + 1, S.SYNC_BEGIN, imp0, region_id, kind=9, g=timing.schedule_ns)
+        one(q + 1, S.SYNC_BEGIN, imp0, region_id, kind=REGION_BARRIER, g=timing.schedule_ns)
         marks["b9"] = q + 1
         e = tstart[0] + length[0] - epi0
-        seq = [("e9", S.SYNC_END, 9, 100)]
+        seq = [("e9", S.SYNC_END, REGION_BARRIER, 100)]
     for name, ev, kind, g in seq:
         extra = {"count": 1} if ev == S.WORK_END else {}
         one(e, ev, imp0, region_id, kind=kind, g=g, **extra)
         marks[name] = e
         e += 1
     one(e, S.IMPLICIT_END, imp0, value=0, count=P, kind=S.TASK_IMPLICIT, g=300)
-    one(e + 1, S.PARALLEL_END, initial_id, region_id, kind=0x80000002, codeptr=code, g=2000)
+    one(e + 1, S.PARALLEL_END, initial_id, region_id, kind=PARALLEL_FLAGS, codeptr=code, g=2000)
     marks["pe"] = e + 1
     one(e + 2, S.IMPLICIT_END, initial_id, value=1, count=1, kind=S.TASK_INITIAL, g=50)
     one(e + 3, S.THREAD_END, g=0)
     wmarks = []
-    bkind = 8 if waits else 9
+    bkind = WORKSHARE_BARRIER if waits else REGION_BARRIER
     for k in range(1, P):
         s0 = tstart[k]
         impk = implicit[k]
-        one(s0, S.THREAD_BEGIN, kind=2, g=2000)
+        one(s0, S.THREAD_BEGIN, kind=S.THREAD_WORKER, g=2000)
         one(s0 + 1, S.IMPLICIT_BEGIN, impk, region_id, value=k, count=P, kind=S.TASK_IMPLICIT, g=300)
         one(s0 + 2, S.WORK_BEGIN, impk, region_id, count=1, kind=S.WORK_SINGLE_OTHER,
             codeptr=code + 0x10, g=60)
@@ -493,8 +499,8 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
         m = {"wb": s0 + 4, "we": e}
         one(e, S.SYNC_END, impk, region_id, kind=bkind, g=200)
         if waits:
-            one(e + 1, S.SYNC_BEGIN, impk, region_id, kind=9, g=timing.schedule_ns)
-            one(e + 2, S.SYNC_END, impk, region_id, kind=9, g=100)
+            one(e + 1, S.SYNC_BEGIN, impk, region_id, kind=REGION_BARRIER, g=timing.schedule_ns)
+            one(e + 2, S.SYNC_END, impk, region_id, kind=REGION_BARRIER, g=100)
             m["w9b"], m["w9e"] = e + 1, e + 2
             e += 2
         else:
@@ -587,11 +593,11 @@ def _loop_trace(chunks: int, P: int, timing: Timing, rng, chunk_size: int = 4):
     for k in range(P):
         mine = np.flatnonzero(owner == k)
         r = Rows()
-        r.add(event=S.THREAD_BEGIN, kind=1 if k == 0 else 2, gap=2000)
+        r.add(event=S.THREAD_BEGIN, kind=S.THREAD_INITIAL if k == 0 else S.THREAD_WORKER, gap=2000)
         if k == 0:
             r.add(event=S.IMPLICIT_BEGIN, task=initial_id, value=1, count=1, kind=S.TASK_INITIAL,
                   gap=timing.serial_ns)
-            r.add(event=S.PARALLEL_BEGIN, task=initial_id, other=region_id, count=P, kind=0x80000002,
+            r.add(event=S.PARALLEL_BEGIN, task=initial_id, other=region_id, count=P, kind=PARALLEL_FLAGS,
                   codeptr=code, gap=1000)
         r.add(event=S.IMPLICIT_BEGIN, task=implicit[k], other=region_id, value=k, count=P,
               kind=S.TASK_IMPLICIT, gap=200)
@@ -602,12 +608,13 @@ def _loop_trace(chunks: int, P: int, timing: Timing, rng, chunk_size: int = 4):
                             gap=dur[mine])
         r.add(event=S.WORK_END, task=implicit[k], other=region_id, kind=S.WORK_LOOP_DYNAMIC,
               gap=timing.bookkeeping_ns)
-        b9 = r.add(event=S.SYNC_BEGIN, task=implicit[k], other=region_id, kind=9, gap=timing.schedule_ns)
-        e9 = r.add(event=S.SYNC_END, task=implicit[k], other=region_id, kind=9, gap=100)
+        b9 = r.add(event=S.SYNC_BEGIN, task=implicit[k], other=region_id, kind=REGION_BARRIER,
+                   gap=timing.schedule_ns)
+        e9 = r.add(event=S.SYNC_END, task=implicit[k], other=region_id, kind=REGION_BARRIER, gap=100)
         r.add(event=S.IMPLICIT_END, task=implicit[k], value=k, count=P, kind=S.TASK_IMPLICIT, gap=300)
         pe = None
         if k == 0:
-            pe = r.add(event=S.PARALLEL_END, task=initial_id, other=region_id, kind=0x80000002,
+            pe = r.add(event=S.PARALLEL_END, task=initial_id, other=region_id, kind=PARALLEL_FLAGS,
                        codeptr=code, gap=2000)
             r.add(event=S.IMPLICIT_END, task=initial_id, value=1, count=1, kind=S.TASK_INITIAL, gap=50)
         r.add(event=S.THREAD_END, gap=0)
@@ -635,14 +642,6 @@ def _loop_trace(chunks: int, P: int, timing: Timing, rng, chunk_size: int = 4):
 
 # --------------------------------------------------------------------------
 # Writing
-
-ARROW_TYPES = {"event": pa.uint8(), "thread": pa.uint16(), "cpu": pa.uint16(), "tsc": pa.uint64(),
-               "task": pa.uint64(), "other": pa.uint64(), "codeptr": pa.uint64(), "value": pa.uint64(),
-               "count": pa.uint64(), "kind": pa.uint32(), "flags": pa.uint8()}
-NUMPY_TYPES = {"event": np.uint8, "thread": np.uint16, "cpu": np.uint16, "tsc": np.uint64,
-               "task": np.uint64, "other": np.uint64, "codeptr": np.uint64, "value": np.uint64,
-               "count": np.uint64, "kind": np.uint32, "flags": np.uint8}
-
 
 def _with_flushes(cols: dict, buffer_events: int) -> list[dict]:
     """Split one thread's rows into row groups the way the collector flushes:
@@ -688,7 +687,6 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
             groups.append(g)
     # row groups in the order their buffers were written (by last row time)
     groups.sort(key=lambda g: (int(g["time"][-1]), int(g["thread"][0])))
-    schema = pa.schema([(c, t, False) for c, t in ARROW_TYPES.items()])
     meta = {
         "grainlab.schema_version": "1",
         "grainlab.complete": "true",
@@ -714,18 +712,19 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
         "grainlab.collector": "synth",
         "grainlab.run_id": "null",
     }
-    schema = schema.with_metadata(meta)
+    schema = S.arrow_schema(metadata=meta)
     with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:
         for g in groups:
             arrays = []
-            for c, t in ARROW_TYPES.items():
+            for field in schema:
+                c = field.name
                 if c == "tsc":
-                    v = (g["time"].astype(np.int64) * int(HZ / 1e9)).astype(np.uint64)
+                    v = g["time"].astype(np.int64) * int(HZ / 1e9)
                 elif c == "cpu":
-                    v = g["thread"].astype(np.uint16)
+                    v = g["thread"]
                 else:
-                    v = g[c].astype(NUMPY_TYPES[c])
-                arrays.append(pa.array(v, type=t))
+                    v = g[c]
+                arrays.append(pa.array(v.astype(field.type.to_pandas_dtype()), type=field.type))
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
 
 

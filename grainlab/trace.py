@@ -30,22 +30,50 @@ def load(path) -> "Trace":
     it (a locked `<path>.spool`), wait; if a killed run left only the spool,
     convert it first (grainlab.spool)."""
     path = Path(path)
+    parquet, meta = open_trace(path)
+    events, sizes = _read_events(path, parquet, meta)
+    from .depwait import fold_dependence_waits
+    events, folded = fold_dependence_waits(events)
+    if folded:
+        meta["dependence_waits"] = folded
+        sizes = np.bincount(events["row_group"].to_numpy(),
+                            minlength=len(sizes)).astype(np.int64)
+    trace = Trace(path, meta, events, sizes)
+    from .validate import validate  # validation needs the Trace's helpers
+    validate(trace)
+    return trace
+
+
+def open_trace(path: Path) -> tuple[pq.ParquetFile, dict]:
+    """The trace's Parquet file, open, and its metadata, checked (the file is a
+    grainlab trace of a schema this reader knows, with the columns it needs):
+    what `load` and grainlab.stream do before they read events."""
     from .spool import ensure_trace
     ensure_trace(path)
     parquet = _open_parquet(path)
     meta = _parse_metadata(path, parquet)
     _check_columns(path, parquet)
-    events, row_group_sizes = _read_events(path, parquet, meta)
-    from .depwait import fold_dependence_waits
-    events, folded = fold_dependence_waits(events)
-    if folded:
-        meta["dependence_waits"] = folded
-        row_group_sizes = np.bincount(events["row_group"].to_numpy(),
-                                      minlength=len(row_group_sizes)).astype(np.int64)
-    trace = Trace(path, meta, events, row_group_sizes)
-    from .validate import validate  # validation needs the Trace's helpers
-    validate(trace)
-    return trace
+    return parquet, meta
+
+
+def row_group_sizes(parquet: pq.ParquetFile) -> np.ndarray:
+    return np.array([parquet.metadata.row_group(i).num_rows
+                     for i in range(parquet.metadata.num_row_groups)], dtype=np.int64)
+
+
+def run_state(meta: dict) -> tuple[bool, list[str]]:
+    """(complete, problems) as the metadata alone tells them: a run that did
+    not end normally, events dropped by the collector."""
+    complete = bool(meta.get("complete", False))
+    problems = []
+    if not complete:
+        problems.append(
+            "run did not end normally (end reason: "
+            f"{meta.get('end_reason', 'unknown')}): trace is incomplete")
+    if _count(meta.get("dropped_events")) > 0:
+        complete = False
+        problems.append(f"{meta['dropped_events']} events were dropped by the collector")
+    return complete, problems
 
 
 class Trace:
@@ -66,17 +94,8 @@ class Trace:
         self.meta = meta
         self.events = events
         self.row_group_sizes = row_group_sizes
-        self.complete = bool(meta.get("complete", False))
-        self.problems: list[str] = []
+        self.complete, self.problems = run_state(meta)
         self._graph = None
-        if not self.complete:
-            self.problems.append(
-                "run did not end normally (end reason: "
-                f"{meta.get('end_reason', 'unknown')}): trace is incomplete")
-        if _count(meta.get("dropped_events")) > 0:
-            self.complete = False
-            self.problems.append(
-                f"{meta['dropped_events']} events were dropped by the collector")
 
     def __repr__(self):
         return (f"<grainlab.Trace {self.path} events={len(self.events)} "
@@ -326,9 +345,7 @@ def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
         table = parquet.read(use_threads=True)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise TraceError(f"{path}: corrupt data ({_first_line(e)})") from None
-    row_group_sizes = np.array(
-        [parquet.metadata.row_group(i).num_rows
-         for i in range(parquet.metadata.num_row_groups)], dtype=np.int64)
+    sizes = row_group_sizes(parquet)
     columns = {}
     for name in table.column_names:
         col = table.column(name)
@@ -339,9 +356,8 @@ def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
         else:
             columns[name] = col.to_numpy()
     events = pd.DataFrame(columns, copy=False)
-    events["row_group"] = np.repeat(
-        np.arange(len(row_group_sizes), dtype=np.int32), row_group_sizes)
+    events["row_group"] = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
     hz = float(meta["clock"]["hz"])
     tsc = events["tsc"].to_numpy()
     events["time"] = np.rint(tsc.astype(np.float64) * (1e9 / hz)).astype(np.int64)
-    return events, row_group_sizes
+    return events, sizes

@@ -1,87 +1,167 @@
-"""Consistency checks on a loaded trace's events, all on columns.
+"""Consistency checks on a trace's events, all on columns, batch by batch.
 
 Contradictions (an end without a begin, a task whose parent never exists, time
 going backwards on a thread, an unknown event code) raise TraceError naming the
 file, the row group and the field of the first offending row. In a trace
 already known to be damaged (the run was stopped, or the collector dropped
-events) they are recorded in `trace.problems` instead, since missing rows are
+events) they are recorded in `problems` instead, since missing rows are
 expected there. Begins without ends are always problems, never errors: a run
 stopped mid-way leaves them.
+
+The checks see the events as batches in file order (grainlab.batches): the
+whole table at once for a loaded trace (`validate`), or a file streamed row
+groups at a time (`grainlab info`, grainlab.stream), with the same answers and
+the same messages either way. What they keep between batches is bounded: a
+few numbers per thread and per nesting key (thread, region, implicit task),
+and per explicit task its create row (grainlab.batches.Collected) and, from a
+second pass over the schedule rows, its first run and first switch away
+(~30 bytes). Only when some task ran on two threads does a third pass read
+the schedule rows of those tasks.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from . import schema as S
-from .sorting import lexsort
+from .batches import Collected, events_batch
 from .errors import TraceError
 from .idindex import IdIndex
+from .sorting import lexsort
+
+# Columns the passes after the first read.
+SCHEDULE_COLUMNS = ["event", "thread", "tsc", "task", "other"]
 
 
 def validate(trace) -> None:
-    ev = trace.events
-    damaged = not trace.complete
-
-    def contradiction(row: int, field: str, what: str):
-        rg = int(ev["row_group"].iat[row])
-        message = f"row group {rg}, field {field}: {what}"
-        if damaged:
-            trace.problems.append(message)
-        else:
-            raise TraceError(f"{trace.path}: {message}")
-
-    if len(ev) == 0:
-        trace.problems.append("trace holds no events")
-        return
-    _check_event_codes(ev, contradiction)
-    _check_row_group_threads(ev, trace.row_group_sizes, contradiction)
-    order = thread_order(ev)
-    _check_time_order(ev, order, contradiction)
-    _check_pairs(ev, order, trace.problems, contradiction)
-    _check_task_references(ev, contradiction)
-    _check_task_tree(ev, contradiction)
-    _check_one_thread_at_a_time(ev, contradiction)
-    _check_counts(ev, contradiction)
+    """Check a loaded trace (grainlab.load): one batch of all its events."""
+    batch = events_batch(trace.events)
+    rows = Collected()
+    rows.feed(batch)
+    checks = Checks()
+    checks.feed(batch)
+    checks.conclude(rows, lambda columns: iter((batch,)), trace.problems,
+                    damaged=not trace.complete, path=trace.path)
 
 
-def thread_order(ev: pd.DataFrame) -> np.ndarray:
+def thread_order(ev) -> np.ndarray:
     """Row positions sorted by thread, each thread's rows in file order
     (= that thread's time order: its row groups are written in order)."""
     return np.argsort(ev["thread"].to_numpy(), kind="stable")
 
 
-def _check_event_codes(ev, contradiction):
-    code = ev["event"].to_numpy()
-    bad = np.flatnonzero((code < S.THREAD_BEGIN) | (code > S.FLUSH_END))
-    if len(bad):
-        contradiction(bad[0], "event", f"unknown event code {code[bad[0]]}")
+class Checks:
+    """Every check, fed batches (`feed`, first pass), then `conclude`d."""
 
+    def __init__(self):
+        self.rows = 0
+        self.bad_code = None        # (rg, code) of the first unknown event code
+        self.rg_carry = None        # (rg, first thread) of the last batch's last row group
+        self.rg_mixed = None        # (rg, first thread, thread)
+        self.last_tsc: dict = {}    # thread -> tsc of its last row (inferred chunks aside)
+        self.backwards: dict = {}   # thread -> (rg, tsc before, tsc)
+        self.pairs = [_Pair(*p) for p in PAIRS]
+        self.bad_count = None       # (rg, event, count)
 
-def _check_row_group_threads(ev, sizes, contradiction):
-    thread = ev["thread"].to_numpy()
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    first = np.repeat(thread[starts[sizes > 0]], sizes[sizes > 0])
-    bad = np.flatnonzero(thread != first)
-    if len(bad):
-        contradiction(bad[0], "thread",
-                      f"rows of threads {first[bad[0]]} and {thread[bad[0]]} in one "
-                      "row group (each row group must hold one thread's buffer)")
+    # -- first pass --------------------------------------------------------
+    def feed(self, b: dict) -> None:
+        n = len(b["event"])
+        if not n:
+            return
+        self.rows += n
+        code = b["event"]
+        if self.bad_code is None:
+            bad = np.flatnonzero((code < S.THREAD_BEGIN) | (code > S.FLUSH_END))
+            if len(bad):
+                self.bad_code = (int(b["rg"][bad[0]]), int(code[bad[0]]))
+        self._feed_row_groups(b)
+        self._feed_time(b)
+        for pair in self.pairs:
+            pair.feed(b)
+        if self.bad_count is None:
+            bad = np.flatnonzero(b["count"] >= _COUNT_LIMIT)
+            if len(bad):
+                r = bad[0]
+                self.bad_count = (int(b["rg"][r]), int(code[r]), int(b["count"][r]))
 
+    def _feed_row_groups(self, b):
+        """Each row group holds one thread's rows: its first row's thread."""
+        rg, thread = b["rg"], b["thread"]
+        starts = np.concatenate(([0], np.flatnonzero(rg[1:] != rg[:-1]) + 1))
+        first = thread[starts]
+        if self.rg_carry is not None and self.rg_carry[0] == rg[0]:
+            first[0] = self.rg_carry[1]
+        self.rg_carry = (int(rg[-1]), int(first[-1]))
+        if self.rg_mixed is None:
+            lengths = np.diff(np.append(starts, len(rg)))
+            bad = np.flatnonzero(thread != np.repeat(first, lengths))
+            if len(bad):
+                r = bad[0]
+                self.rg_mixed = (int(rg[r]), int(np.repeat(first, lengths)[r]), int(thread[r]))
 
-def _check_time_order(ev, order, contradiction):
-    # Inferred chunks are written at WORK_END with interpolated times: skip them.
-    inferred = ((ev["event"].to_numpy() == S.CHUNK)
-                & ((ev["flags"].to_numpy() & S.CHUNK_INFERRED) != 0))
-    rows = order[~inferred[order]]
-    tsc = ev["tsc"].to_numpy()[rows]
-    thread = ev["thread"].to_numpy()[rows]
-    back = np.flatnonzero((tsc[1:] < tsc[:-1]) & (thread[1:] == thread[:-1]))
-    if len(back):
-        row = rows[back[0] + 1]
-        contradiction(row, "tsc",
-                      f"time goes backwards on thread {thread[back[0] + 1]} "
-                      f"({tsc[back[0]]} then {tsc[back[0] + 1]})")
+    def _feed_time(self, b):
+        """Time never goes backwards on a thread (inferred chunks, written at
+        WORK_END with interpolated times, aside). Kept: each thread's first
+        step back."""
+        code = b["event"]
+        keep = ~((code == S.CHUNK) & ((b["flags"] & S.CHUNK_INFERRED) != 0))
+        rows = np.flatnonzero(keep)
+        if not len(rows):
+            return
+        rows = rows[np.argsort(b["thread"][rows], kind="stable")]
+        thread, tsc = b["thread"][rows], b["tsc"][rows]
+        starts = np.concatenate(([0], np.flatnonzero(thread[1:] != thread[:-1]) + 1))
+        ends = np.append(starts[1:], len(rows)) - 1
+        back = np.flatnonzero((tsc[1:] < tsc[:-1]) & (thread[1:] == thread[:-1])) + 1
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            t = int(thread[s])
+            if t not in self.backwards:
+                prev = self.last_tsc.get(t)
+                if prev is not None and int(tsc[s]) < prev:
+                    self.backwards[t] = (int(b["rg"][rows[s]]), prev, int(tsc[s]))
+                else:
+                    i = np.searchsorted(back, s)
+                    if i < len(back) and back[i] <= e:
+                        r = back[i]
+                        self.backwards[t] = (int(b["rg"][rows[r]]), int(tsc[r - 1]),
+                                             int(tsc[r]))
+            self.last_tsc[t] = int(tsc[e])
+
+    # -- the verdict -------------------------------------------------------
+    def conclude(self, rows: Collected, source, problems: list, *, damaged: bool, path) -> None:
+        """Say what is wrong, in the checks' order: raise TraceError at the
+        first contradiction, or (damaged) append every finding to `problems`.
+        `rows`: the first pass's Collected; `source(columns)`: the events in
+        batches again (for the passes over the schedule rows)."""
+        def contradiction(rg, field, what):
+            message = f"row group {rg}, field {field}: {what}"
+            if damaged:
+                problems.append(message)
+            else:
+                raise TraceError(f"{path}: {message}")
+
+        if self.rows == 0:
+            problems.append("trace holds no events")
+            return
+        if self.bad_code:
+            contradiction(self.bad_code[0], "event", f"unknown event code {self.bad_code[1]}")
+        if self.rg_mixed:
+            rg, first, thread = self.rg_mixed
+            contradiction(rg, "thread", f"rows of threads {first} and {thread} in one row "
+                                        "group (each row group must hold one thread's buffer)")
+        if self.backwards:
+            t = min(self.backwards)
+            rg, before, now = self.backwards[t]
+            contradiction(rg, "tsc", f"time goes backwards on thread {t} ({before} then {now})")
+        for pair in self.pairs:
+            pair.conclude(source, problems, contradiction)
+        tasks = _Tasks(rows)
+        tasks.check_references(source, contradiction)
+        tasks.check_tree(contradiction)
+        tasks.check_one_thread_at_a_time(source, contradiction)
+        if self.bad_count:
+            rg, code, count = self.bad_count
+            contradiction(rg, "count", f"{S.EVENT_NAMES.get(code, 'event')} count {count} is "
+                                       "not a count (negative or beyond 2^62)")
 
 
 # (begin event, end event, key columns, what is paired) — keys identify one
@@ -96,41 +176,277 @@ PAIRS = (
 )
 
 
-def _check_pairs(ev, order, problems, contradiction):
-    code = ev["event"].to_numpy()
-    for begin, end, keys, label in PAIRS:
-        rows = order[np.isin(code[order], (begin, end))]
-        if len(rows) == 0:
-            continue
-        key_cols = [ev[k].to_numpy()[rows] for k in keys]
-        # Group rows by key; np.lexsort is stable, so each key's rows keep
-        # their thread time order.
-        key_order = lexsort(key_cols[::-1])
-        step = np.where(code[rows] == begin, 1, -1)[key_order]
-        # new_key[i]: row i starts another key's run.
-        new_key = np.zeros(len(step), dtype=bool)
-        new_key[0] = True
-        for col in key_cols:
-            col = col[key_order]
-            new_key[1:] |= col[1:] != col[:-1]
-        depth = np.cumsum(step)
-        group = np.cumsum(new_key) - 1
-        base = (depth - step)[new_key]  # running total before each group
-        depth = depth - base[group]     # nesting depth within the key
-        negative = np.flatnonzero(depth < 0)
-        if len(negative):
-            row = rows[key_order[negative[0]]]
-            contradiction(row, "event",
-                          f"{S.EVENT_NAMES[end]} without a {S.EVENT_NAMES[begin]} "
-                          f"({label} {_describe(ev, row, keys)})")
-        last = np.append(new_key[1:], True)
-        open_count = int(np.clip(depth[last], 0, None).sum())
+class _Pair:
+    """Begins and ends of one kind nest per key: the running depth of a key,
+    over its rows in thread order (by thread, each thread's rows in file
+    order), never goes below zero. Kept per (key, thread): the sum of its
+    steps, the lowest running sum, and the row group where that first went
+    below zero."""
+
+    def __init__(self, begin, end, keys, label):
+        self.begin, self.end, self.keys, self.label = begin, end, keys, label
+        # the columns that order rows: the key, then the thread
+        self.columns = keys if keys[0] == "thread" else keys + ("thread",)
+        self.state: dict = {}       # (key..., thread) -> [total, lowest, rg below zero or -1]
+
+    def feed(self, b):
+        code = b["event"]
+        rows = np.flatnonzero((code == self.begin) | (code == self.end))
+        if not len(rows):
+            return
+        cols = [b[c][rows] for c in self.columns]
+        order = lexsort(cols[::-1])
+        cols = [c[order] for c in cols]
+        step = np.where(code[rows][order] == self.begin, 1, -1)
+        rg = b["rg"][rows][order]
+        new = np.zeros(len(step), bool)
+        new[0] = True
+        for c in cols:
+            new[1:] |= c[1:] != c[:-1]
+        starts = np.flatnonzero(new)
+        group = np.cumsum(new) - 1
+        running = np.cumsum(step)
+        running -= (running - step)[starts][group]          # from 0 in each group
+        keys = list(zip(*(c[starts].tolist() for c in cols)))
+        carry = np.array([self.state.get(k, _NEW)[0] for k in keys], dtype=np.int64)
+        depth = running + carry[group]
+        lowest = np.minimum.reduceat(depth, starts)
+        ends = np.append(starts[1:], len(depth)) - 1
+        below = np.flatnonzero(depth < 0)
+        first_below = {}
+        if len(below):
+            g, at = np.unique(group[below], return_index=True)
+            first_below = dict(zip(g.tolist(), rg[below[at]].tolist()))
+        for g, k in enumerate(keys):
+            old = self.state.get(k, _NEW)
+            neg = old[2] if old[2] >= 0 else first_below.get(g, -1)
+            self.state[k] = [int(depth[ends[g]]), min(old[1], int(lowest[g])), neg]
+
+    def conclude(self, source, problems, contradiction):
+        if not self.state:
+            return
+        width = len(self.keys)
+        keys = sorted(self.state)
+        found = None
+        open_count = 0
+        i = 0
+        while i < len(keys):
+            j = i
+            offset = 0
+            while j < len(keys) and keys[j][:width] == keys[i][:width]:
+                total, lowest, rg = self.state[keys[j]]
+                if found is None and offset >= 0 and lowest + offset < 0:
+                    found = (keys[j], rg if offset == 0 else
+                             self._first_at(source, keys[j], -offset - 1))
+                offset += total
+                j += 1
+            open_count += max(offset, 0)
+            i = j
+        if found is not None:
+            key, rg = found
+            what = ", ".join(f"{k} {_fmt(v)}" for k, v in zip(self.keys, key))
+            contradiction(rg, "event", f"{S.EVENT_NAMES[self.end]} without a "
+                                       f"{S.EVENT_NAMES[self.begin]} ({self.label} {what})")
         if open_count:
-            problems.append(f"{open_count} {label} begin(s) without an end")
+            problems.append(f"{open_count} {self.label} begin(s) without an end")
+
+    def _first_at(self, source, key, level):
+        """Row group of the first row of (key..., thread) where its own running
+        sum reaches `level` (a second pass: only for an end without a begin
+        on a key whose begins and ends are on several threads)."""
+        columns = sorted({"event", *self.columns})
+        running = 0
+        for b in source(columns):
+            code = b["event"]
+            mask = (code == self.begin) | (code == self.end)
+            for c, v in zip(self.columns, key):
+                mask &= b[c] == v
+            rows = np.flatnonzero(mask)
+            if not len(rows):
+                continue
+            depth = running + np.cumsum(np.where(code[rows] == self.begin, 1, -1))
+            hit = np.flatnonzero(depth <= level)
+            if len(hit):
+                return int(b["rg"][rows[hit[0]]])
+            running = int(depth[-1])
+        return -1
 
 
-def _describe(ev, row, keys):
-    return ", ".join(f"{k} {_fmt(ev[k].iat[row])}" for k in keys)
+_NEW = (0, 0, -1)
+
+
+class _Tasks:
+    """The checks on explicit tasks: references, tree, one thread at a time."""
+
+    def __init__(self, rows: Collected):
+        c = rows.create
+        self.task, self.parent, self.tsc, self.rg = c["task"], c["other"], c["tsc"], c["rg"]
+        self.index = rows.create_index()
+        self.unique = rows.creates_unique
+        self.implicit = IdIndex(rows.implicit["task"])
+        self.n = len(self.task)
+        self.lo = self.hi = None
+
+    def known(self, ids) -> np.ndarray:
+        """Ids of a created or an implicit (or initial) task."""
+        return self.index.contains(ids) | self.implicit.contains(ids)
+
+    def check_references(self, source, contradiction):
+        created = self.task
+        if self.n and not self.unique():
+            by_id = np.argsort(created, kind="stable")        # rare: say which one
+            created_sorted = created[by_id]
+            dup = np.flatnonzero(created_sorted[1:] == created_sorted[:-1])
+            contradiction(int(self.rg[by_id[dup[0] + 1]]), "task",
+                          f"task {_fmt(created_sorted[dup[0]])} created twice")
+        orphan = np.flatnonzero(~self.known(self.parent))
+        if len(orphan):
+            r = orphan[0]
+            contradiction(int(self.rg[r]), "other",
+                          f"task {_fmt(created[r])} created by parent task "
+                          f"{_fmt(self.parent[r])} that never exists in the trace")
+        found = self._schedules(source)
+        for field in ("task", "other"):
+            if found[field] is not None:
+                rg, value = found[field]
+                contradiction(rg, field, f"TASK_SCHEDULE names task {_fmt(value)} "
+                                         "that is never created")
+                break
+        # An explicit task must be created before it first runs, and must run
+        # before it is switched away from.
+        if self.n and found["schedules"]:
+            early = np.flatnonzero(self.first_run < self.tsc.astype(np.float64))
+            if len(early):
+                r = early[np.argmin(created[early])]
+                contradiction(int(self.rg[r]), "tsc", f"task {_fmt(created[r])} runs before "
+                                                      "it is created")
+            bad = np.flatnonzero(self.first_stop < self.first_run)
+            if len(bad):
+                victim = bad[np.argmin(created[bad])]
+                contradiction(int(self.stop_rg[victim]), "other",
+                              f"task {_fmt(created[victim])} is switched away from before "
+                              "it ever starts (an end without a begin)")
+        del self.first_run, self.first_stop, self.stop_rg
+
+    def _schedules(self, source) -> dict:
+        """Second pass, over the TASK_SCHEDULE rows: the first row naming an
+        unknown task (field `task`, then `other`); per explicit task its first
+        run, its first switch away (and that row's row group), and the lowest
+        and highest thread it was seen on."""
+        n = self.n
+        self.first_run = np.full(n, np.inf)
+        self.first_stop = np.full(n, np.inf)
+        self.stop_rg = np.full(n, -1, np.int32)
+        # lowest and highest thread: a task never seen keeps lo > hi
+        self.lo = np.full(n, np.iinfo(np.uint16).max, np.uint16)
+        self.hi = np.zeros(n, np.uint16)
+        found = {"task": None, "other": None, "schedules": 0}
+        for b in source(SCHEDULE_COLUMNS + ["rg"]):
+            sched = np.flatnonzero(b["event"] == S.TASK_SCHEDULE)
+            if not len(sched):
+                continue
+            found["schedules"] += len(sched)
+            rg = b["rg"][sched]
+            into, away = self.index.get(b["task"][sched]), self.index.get(b["other"][sched])
+            for field, pos in (("task", into), ("other", away)):
+                if found[field] is None:
+                    ids = b[field][sched]
+                    unknown = np.flatnonzero((ids != 0) & (pos < 0) & ~self.implicit.contains(ids))
+                    if len(unknown):
+                        found[field] = (int(rg[unknown[0]]), ids[unknown[0]])
+            if not n:
+                continue
+            tsc = b["tsc"][sched].astype(np.float64)
+            thread = b["thread"][sched]
+            i, o = into >= 0, away >= 0
+            np.minimum.at(self.first_run, into[i], tsc[i])
+            np.minimum.at(self.first_stop, away[o], tsc[o])
+            p, first = np.unique(away[o], return_index=True)
+            unset = self.stop_rg[p] < 0
+            self.stop_rg[p[unset]] = rg[o][first[unset]]
+            for pos, m in ((into, i), (away, o)):
+                np.minimum.at(self.lo, pos[m], thread[m])
+                np.maximum.at(self.hi, pos[m], thread[m])
+        return found
+
+    def check_tree(self, contradiction):
+        """The explicit tasks' parent pointers form a forest (a cycle would make
+        every walk up the tree endless), and a parent exists before its child:
+        a task creates children only while it runs."""
+        if not self.n:
+            return
+        task, parent, tsc = self.task, self.parent, self.tsc
+        up = _positions(self.index.get(parent))     # -1: an implicit or initial task (a root)
+        has = up >= 0
+        late = np.flatnonzero(has & (tsc[np.where(has, up, 0)] > tsc))
+        if len(late):
+            r = late[0]
+            contradiction(int(self.rg[r]), "other", f"task {_fmt(task[r])} is created before "
+                                                    f"its parent {_fmt(parent[r])}")
+        if _has_cycle(up):
+            # A member of a cycle: the parent-before-child check above catches every
+            # cycle whose times are consistent; name the task that is its own
+            # ancestor when the times were forged too.
+            me = np.flatnonzero(up == np.arange(len(up)))
+            r = me[0] if len(me) else np.flatnonzero(has)[0]
+            contradiction(int(self.rg[r]), "other",
+                          "the task tree has a cycle (a task is its own ancestor)")
+
+    def check_one_thread_at_a_time(self, source, contradiction):
+        """An explicit task runs on one thread at a time: between a switch into it
+        (TASK_SCHEDULE next) and the switch away from it (prior) no other switch
+        into it may come. Only a task seen on two threads can run on two at
+        once: a tied task (the usual case) never moves, so a third pass reads
+        the schedule rows of moved tasks only, and only if there are any."""
+        if not self.n or self.lo is None:
+            return
+        moved = self.hi > self.lo
+        if not moved.any():
+            return
+        parts = {"into": [], "away": []}
+        for b in source(SCHEDULE_COLUMNS + ["rg"]):
+            sched = np.flatnonzero(b["event"] == S.TASK_SCHEDULE)
+            for name, field in (("into", "task"), ("away", "other")):
+                pos = self.index.get(b[field][sched])
+                keep = np.flatnonzero(pos >= 0)
+                keep = keep[moved[pos[keep]]]
+                rows = sched[keep]
+                parts[name].append((pos[keep], b["tsc"][rows], b["rg"][rows], b["task"][rows]))
+        into = [np.concatenate(c) for c in zip(*parts["into"])]
+        away = [np.concatenate(c) for c in zip(*parts["away"])]
+        who, when, rg, task = (np.concatenate((a, b)) for a, b in zip(into, away))
+        step = np.concatenate([np.ones(len(into[0]), np.int64), -np.ones(len(away[0]), np.int64)])
+        order = lexsort((step, when, who))      # per task, in time; ends first at a tie
+        who, step = who[order], step[order]
+        first = np.ones(len(who), bool)
+        first[1:] = who[1:] != who[:-1]
+        running = np.cumsum(step)
+        base = (running - step)[first]
+        running = running - base[np.cumsum(first) - 1]
+        twice = np.flatnonzero(running > 1)
+        if len(twice):
+            r = order[twice[0]]
+            contradiction(int(rg[r]), "task", f"task {_fmt(task[r])} runs on two threads at "
+                                              "once (switched to again before it was switched "
+                                              "away from)")
+
+
+def _positions(pos: np.ndarray) -> np.ndarray:
+    """Positions (−1: none) as int32 when they fit: half the bytes per task."""
+    return pos.astype(np.int32) if len(pos) < (1 << 31) else pos
+
+
+def _has_cycle(up: np.ndarray) -> bool:
+    """Whether following `up` (parent position, -1 = root) from some element
+    never ends: pointer jumping halves every remaining path each pass, so a
+    forest of n elements is done after ceil(log2 n) + 1 passes (+2 to spare)."""
+    p = up.copy()
+    for _ in range(int(np.ceil(np.log2(max(len(p), 2)))) + 3):
+        live = np.flatnonzero(p >= 0)
+        if not len(live):
+            return False
+        p[live] = p[p[live]]
+    return True
 
 
 def _fmt(v):
@@ -138,158 +454,6 @@ def _fmt(v):
     return hex(v) if v > 0xFFFF else str(v)
 
 
-def _check_task_references(ev, contradiction):
-    code = ev["event"].to_numpy()
-    task = ev["task"].to_numpy()
-    other = ev["other"].to_numpy()
-    tsc = ev["tsc"].to_numpy()
-    create = np.flatnonzero(code == S.TASK_CREATE)
-    implicit = np.flatnonzero(code == S.IMPLICIT_BEGIN)
-    created = task[create]
-    # Direct id -> position table (grainlab.idindex): O(1) membership for tens
-    # of millions of ids.
-    by_created = IdIndex(created)
-    if len(create) and not (by_created.get(created) == np.arange(len(create))).all():
-        by_id = np.argsort(created, kind="stable")        # rare: say which one
-        created_sorted = created[by_id]
-        dup = np.flatnonzero(created_sorted[1:] == created_sorted[:-1])
-        contradiction(create[by_id[dup[0] + 1]], "task",
-                      f"task {_fmt(created_sorted[dup[0]])} created twice")
-    known = IdIndex(np.concatenate((created, task[implicit])))
-
-    parent = other[create]
-    orphan = np.flatnonzero(~known.contains(parent))
-    if len(orphan):
-        row = create[orphan[0]]
-        contradiction(row, "other",
-                      f"task {_fmt(task[row])} created by parent task "
-                      f"{_fmt(parent[orphan[0]])} that never exists in the trace")
-
-    sched = np.flatnonzero(code == S.TASK_SCHEDULE)
-    for field, ids in (("task", task[sched]), ("other", other[sched])):
-        unknown = np.flatnonzero((ids != 0) & ~known.contains(ids))
-        if len(unknown):
-            row = sched[unknown[0]]
-            contradiction(row, field,
-                          f"TASK_SCHEDULE names task {_fmt(ids[unknown[0]])} "
-                          "that is never created")
-            break
-
-    # An explicit task must be created before it first runs, and must run
-    # before it is switched away from.
-    if len(create) and len(sched):
-        created_tsc = tsc[create].astype(np.float64)
-        sched_tsc = tsc[sched].astype(np.float64)
-        first_run = _first_time_per_task(by_created, task[sched], sched_tsc)
-        first_stop = _first_time_per_task(by_created, other[sched], sched_tsc)
-        early = np.flatnonzero(first_run < created_tsc)
-        if len(early):
-            row = create[early[np.argmin(created[early])]]
-            contradiction(row, "tsc", f"task {_fmt(task[row])} runs before it is created")
-        bad = np.flatnonzero(first_stop < first_run)
-        if len(bad):
-            victim = created[bad[np.argmin(created[bad])]]
-            row = sched[np.flatnonzero(other[sched] == victim)[0]]
-            contradiction(row, "other",
-                          f"task {_fmt(victim)} is switched away from before it "
-                          "ever starts (an end without a begin)")
-
-
-def _first_time_per_task(index, ids, tsc) -> np.ndarray:
-    """Earliest tsc at which each task of `index` appears in ids (inf if never)."""
-    first = np.full(index.n, np.inf)
-    pos = index.get(ids)
-    hit = pos >= 0
-    np.minimum.at(first, pos[hit], tsc[hit])
-    return first
-
-
-def _check_task_tree(ev, contradiction):
-    """The explicit tasks' parent pointers form a forest (a cycle would make
-    every walk up the tree endless), and a parent exists before its child:
-    a task creates children only while it runs."""
-    code = ev["event"].to_numpy()
-    create = np.flatnonzero(code == S.TASK_CREATE)
-    if not len(create):
-        return
-    task, parent = ev["task"].to_numpy()[create], ev["other"].to_numpy()[create]
-    tsc = ev["tsc"].to_numpy()[create]
-    index = IdIndex(task)
-    up = index.get(parent)                  # -1: an implicit or initial task (a root)
-    explicit_parent = np.flatnonzero(up >= 0)
-    late = explicit_parent[tsc[up[explicit_parent]] > tsc[explicit_parent]]
-    if len(late):
-        row = create[late[0]]
-        contradiction(row, "other", f"task {_fmt(task[late[0]])} is created before its "
-                                    f"parent {_fmt(parent[late[0]])}")
-    from .graph.columns import list_rank as _list_rank    # bounded pointer jumping
-    from .errors import TraceError
-    try:
-        _list_rank(np.where(up >= 0, up, -1).astype(np.int64))
-    except TraceError:
-        # A member of a cycle: the parent-before-child check above catches every
-        # cycle whose times are consistent; name the task that is its own
-        # ancestor when the times were forged too.
-        me = np.flatnonzero(up == np.arange(len(up)))
-        row = create[me[0]] if len(me) else create[explicit_parent[0]]
-        contradiction(row, "other", "the task tree has a cycle (a task is its own ancestor)")
-
-
-def _check_one_thread_at_a_time(ev, contradiction):
-    """An explicit task runs on one thread at a time: between a switch into it
-    (TASK_SCHEDULE next) and the switch away from it (prior) no other switch
-    into it may come."""
-    code = ev["event"].to_numpy()
-    create = np.flatnonzero(code == S.TASK_CREATE)
-    sched = np.flatnonzero(code == S.TASK_SCHEDULE)
-    if not len(create) or not len(sched):
-        return
-    index = IdIndex(ev["task"].to_numpy()[create])
-    task, other, tsc = (ev[c].to_numpy()[sched] for c in ("task", "other", "tsc"))
-    thread = ev["thread"].to_numpy()[sched]
-    into, away = index.get(task), index.get(other)
-    # Only a task seen on two threads can run on two at once: a tied task (the
-    # usual case) never moves, so this leaves almost nothing to sort.
-    seen = np.concatenate([into[into >= 0], away[away >= 0]])
-    on = np.concatenate([thread[into >= 0], thread[away >= 0]]).astype(np.int64)
-    lo = np.full(index.n, np.iinfo(np.int64).max)
-    hi = np.full(index.n, -1)
-    np.minimum.at(lo, seen, on)
-    np.maximum.at(hi, seen, on)
-    moved = hi > lo
-    if not moved.any():
-        return
-    into = np.where((into >= 0) & moved[np.maximum(into, 0)], into, -1)
-    away = np.where((away >= 0) & moved[np.maximum(away, 0)], away, -1)
-    who = np.concatenate([into[into >= 0], away[away >= 0]])
-    when = np.concatenate([tsc[into >= 0], tsc[away >= 0]])
-    step = np.concatenate([np.ones(int((into >= 0).sum()), np.int64),
-                           -np.ones(int((away >= 0).sum()), np.int64)])
-    rows = np.concatenate([sched[into >= 0], sched[away >= 0]])
-    order = lexsort((step, when, who))      # per task, in time; ends first at a tie
-    who, step, rows = who[order], step[order], rows[order]
-    first = np.ones(len(who), bool)
-    first[1:] = who[1:] != who[:-1]
-    running = np.cumsum(step)
-    base = (running - step)[first]
-    running = running - base[np.cumsum(first) - 1]
-    twice = np.flatnonzero(running > 1)
-    if len(twice):
-        row = rows[twice[0]]
-        contradiction(row, "task", f"task {_fmt(ev['task'].iat[row])} runs on two threads "
-                                   "at once (switched to again before it was switched away from)")
-
-
 # Counts (iterations, team sizes, dependences) are far below 2^62; above it
 # they are garbage, or negative numbers written as unsigned.
 _COUNT_LIMIT = np.uint64(1) << np.uint64(62)
-
-
-def _check_counts(ev, contradiction):
-    count = ev["count"].to_numpy()
-    bad = np.flatnonzero(count >= _COUNT_LIMIT)
-    if len(bad):
-        row = bad[0]
-        contradiction(row, "count", f"{S.EVENT_NAMES.get(int(ev['event'].iat[row]), 'event')} "
-                                    f"count {int(count[row])} is not a count (negative or "
-                                    "beyond 2^62)")

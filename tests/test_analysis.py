@@ -156,5 +156,5 @@ def test_repr_html_names_the_program_and_problems(fib2):
     assert "fib" in html and "parallel_benefit" in html and "<table" in html
 
 
-def test_cli_errors_unchanged(tmp_path):
-    assert_one_line_error(grainlab("analyze", tmp_path / "none.parquet"), "no such file")
+def test_cli_errors_unchanged(tmp_path, cli):
+    assert_one_line_error(cli("analyze", tmp_path / "none.parquet"), "no such file")

@@ -98,29 +98,29 @@ def test_other_examples_analyze(record, name, args):
     assert r["span_ns"] <= r["work_ns"]
 
 
-def test_missing_file(tmp_path):
-    assert_one_line_error(grainlab("analyze", tmp_path / "nope.parquet"), "nope.parquet",
+def test_missing_file(tmp_path, cli):
+    assert_one_line_error(cli("analyze", tmp_path / "nope.parquet"), "nope.parquet",
                           "no such file")
 
 
-def test_foreign_parquet(tmp_path):
+def test_foreign_parquet(tmp_path, cli):
     p = tmp_path / "foreign.parquet"
     pq.write_table(pa.table({"x": [1, 2, 3]}), p)
-    assert_one_line_error(grainlab("analyze", p), "foreign.parquet", "not a grainlab trace")
+    assert_one_line_error(cli("analyze", p), "foreign.parquet", "not a grainlab trace")
 
 
-def test_not_parquet(tmp_path):
+def test_not_parquet(tmp_path, cli):
     p = tmp_path / "text.parquet"
     p.write_text("hello\n")
-    assert_one_line_error(grainlab("analyze", "--json", p), "text.parquet")
+    assert_one_line_error(cli("analyze", "--json", p), "text.parquet")
 
 
-def test_bad_threshold_and_config(fib, tmp_path):
-    assert_one_line_error(grainlab("analyze", "--threshold", "speed=2", fib.path),
+def test_bad_threshold_and_config(fib, tmp_path, cli):
+    assert_one_line_error(cli("analyze", "--threshold", "speed=2", fib.path),
                           "unknown threshold")
-    assert_one_line_error(grainlab("analyze", "--config", tmp_path / "no.toml", fib.path),
+    assert_one_line_error(cli("analyze", "--config", tmp_path / "no.toml", fib.path),
                           "no.toml", "no such config file")
-    assert_one_line_error(grainlab("analyze", "--interval", "soon", fib.path), "--interval")
+    assert_one_line_error(cli("analyze", "--interval", "soon", fib.path), "--interval")
 
 
 def test_progress_lines_only_when_enabled(capsys):

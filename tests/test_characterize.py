@@ -91,15 +91,15 @@ def test_a_folder_stands_for_its_traces(traces, tmp_path):
     assert sorted(df["trace"]) == sorted(str(tmp_path / p.name) for p in traces[:2])
 
 
-def test_bad_trace_is_one_line_and_keep_going_skips_it(traces, tmp_path):
+def test_bad_trace_is_one_line_and_keep_going_skips_it(traces, tmp_path, cli):
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not a trace at all")
-    r = grainlab("characterize", "-q", traces[0], bad)
+    r = cli("characterize", "-q", traces[0], bad)
     assert_one_line_error(r, "bad.parquet")
-    r = grainlab("characterize", "--csv", "-q", "--keep-going", traces[0], bad)
+    r = cli("characterize", "--csv", "-q", "--keep-going", traces[0], bad)
     assert r.returncode == 1
     assert len(pd.read_csv(io.StringIO(r.stdout))) == 1
     assert r.stderr.count("\n") == 1 and "skipped" in r.stderr and "bad.parquet" in r.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert_one_line_error(grainlab("characterize", empty), "no *.parquet")
+    assert_one_line_error(cli("characterize", empty), "no *.parquet")

@@ -78,19 +78,19 @@ def test_threshold_lowers_inflation_bar(fib1, fib2):
     assert lo["threshold"] == 0.0 and lo["inflated"]["grains"] == 62
 
 
-def test_different_programs_is_an_error(fib2, record):
+def test_different_programs_is_an_error(fib2, record, cli):
     tree = record("tree", 3, 3, threads=2)
-    assert_one_line_error(grainlab("compare", fib2.path, tree.path), "different programs")
+    assert_one_line_error(cli("compare", fib2.path, tree.path), "different programs")
 
 
-def test_missing_and_foreign_files(fib2, tmp_path):
-    assert_one_line_error(grainlab("compare", tmp_path / "a.parquet", fib2.path),
+def test_missing_and_foreign_files(fib2, tmp_path, cli):
+    assert_one_line_error(cli("compare", tmp_path / "a.parquet", fib2.path),
                           "a.parquet", "no such file")
     import pyarrow as pa
     import pyarrow.parquet as pq
     p = tmp_path / "foreign.parquet"
     pq.write_table(pa.table({"x": [1]}), p)
-    assert_one_line_error(grainlab("compare", fib2.path, p), "foreign.parquet",
+    assert_one_line_error(cli("compare", fib2.path, p), "foreign.parquet",
                           "not a grainlab trace")
 
 

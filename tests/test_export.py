@@ -323,15 +323,15 @@ def test_cli_exports_both(record, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 
-def test_cli_errors(record, tmp_path):
+def test_cli_errors(record, tmp_path, cli):
     t = record("fib", 20, 5, threads=2)
-    assert_one_line_error(grainlab("export", t.path), "--graphml")
-    assert_one_line_error(grainlab("export", t.path, "--perfetto", tmp_path / "x.json",
+    assert_one_line_error(cli("export", t.path), "--graphml")
+    assert_one_line_error(cli("export", t.path, "--perfetto", tmp_path / "x.json",
                                    "--reduced"), "--reduced")
-    assert_one_line_error(grainlab("export", t.path, "--graphml",
+    assert_one_line_error(cli("export", t.path, "--graphml",
                                    tmp_path / "missing" / "x.graphml"), "does not exist")
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not a trace")
-    assert_one_line_error(grainlab("export", bad, "--graphml", tmp_path / "x.graphml"),
+    assert_one_line_error(cli("export", bad, "--graphml", tmp_path / "x.graphml"),
                           str(bad))
     assert not (tmp_path / "x.graphml").exists()

@@ -12,11 +12,10 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grainlab import _paths
+from grainlab import _paths, schema as S
 
 pytestmark = pytest.mark.native  # the whole module runs native code
 
@@ -33,21 +32,9 @@ METADATA = {
     "grainlab.empty": "",
 }
 
-SCHEMA = pa.schema([
-    pa.field("event", pa.uint8(), nullable=False),
-    pa.field("thread", pa.uint16(), nullable=False),
-    pa.field("cpu", pa.uint16(), nullable=False),
-    pa.field("tsc", pa.uint64(), nullable=False),
-    pa.field("task", pa.uint64(), nullable=False),
-    pa.field("other", pa.uint64(), nullable=False),
-    pa.field("codeptr", pa.uint64(), nullable=False),
-    pa.field("value", pa.uint64(), nullable=False),
-    pa.field("count", pa.uint64(), nullable=False),
-    pa.field("kind", pa.uint32(), nullable=False),
-    pa.field("flags", pa.uint8(), nullable=False),
-    pa.field("counter:task-clock", pa.int64(), nullable=True),
-    pa.field("counter:PAPI_TOT_CYC", pa.int64(), nullable=True),
-])
+# The columns' one definition (grainlab/trace_columns.def), which the writer
+# compiles its schema from: the writer must write exactly that.
+SCHEMA = S.arrow_schema(COUNTERS)
 
 
 def expected_rows() -> dict[str, list]:
@@ -98,9 +85,12 @@ def known_trace(tmp_path_factory) -> Path:
     return out
 
 
-def test_schema_is_the_documented_one(known_trace):
+def test_schema_is_the_defined_one(known_trace):
     f = pq.ParquetFile(known_trace)
     assert f.schema_arrow == SCHEMA
+    # schema version 1's columns, in its order: a change here is a format change
+    assert f.schema_arrow.names[:11] == ["event", "thread", "cpu", "tsc", "task", "other",
+                                         "codeptr", "value", "count", "kind", "flags"]
     # Physical Parquet: the unsigned widths travel as logical types, so any
     # reader (not only Arrow) sees uint8/uint16/uint32/uint64.
     logical = {f.schema.column(i).name: str(f.schema.column(i).logical_type)
@@ -128,7 +118,7 @@ def test_nulls_only_where_int64_min_was_written(known_trace):
     nulls = np.flatnonzero(cyc.is_null().to_numpy(zero_copy_only=False))
     assert list(nulls) == [0, 3, 6, 9, 12, 15, 18]    # r % 3 == 0, except r written explicitly
     assert cyc[4].as_py() == INT64_MIN + 1            # smallest non-null value survives
-    for name in [f.name for f in SCHEMA][:11]:
+    for name in S.COLUMNS:
         assert table.column(name).null_count == 0
 
 

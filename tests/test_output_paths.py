@@ -151,14 +151,14 @@ def test_record_of_a_non_openmp_program_does_not_report_an_old_trace(example, tm
     assert out.exists()                                    # the earlier trace is not removed
 
 
-def test_export_follows_the_same_rules(record, device, tmp_path):
+def test_export_follows_the_same_rules(record, device, tmp_path, cli):
     t = record("fib", 10, 3)
-    assert_one_line_error(grainlab("export", t.path, "--graphml", device), "is a device")
+    assert_one_line_error(cli("export", t.path, "--graphml", device), "is a device")
     assert_untouched_node(device, stat.S_ISCHR)
     target = tmp_path / "real.graphml"
     target.write_text("old")
     link = tmp_path / "g.graphml"
     link.symlink_to(target)
-    r = grainlab("export", t.path, "--graphml", link, "-q")
+    r = cli("export", t.path, "--graphml", link, "-q")
     assert r.returncode == 0, r.stderr
     assert link.is_symlink() and target.read_text().startswith("<?xml")

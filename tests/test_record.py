@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import grainlab
+from grainlab import schema as S
 from grainlab.spool import spool_of
 from conftest import assert_one_line_error, grainlab as run_cli
 
@@ -27,14 +28,30 @@ def test_records_a_trace_and_passes_output_through(tmp_path, example):
     assert t.complete and t.summary()["tasks"] == 14
 
 
-def test_not_openmp_program(tmp_path, example):
-    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("not_openmp"))
+@pytest.mark.parametrize("program, args", [("loops", ("all", 500)), ("depend_if0", (12, 3))])
+def test_closing_line_counts_what_the_trace_holds(tmp_path, example, program, args):
+    """The closing line is counted by streaming the trace (grainlab.stream), the
+    same numbers as loading it: events (dependence waits folded away),
+    threads, tasks, chunk events."""
+    out = tmp_path / "t.parquet"
+    result = run_cli("record", "-o", out, "--", example(program), *args)
+    assert result.returncode == 0, result.stderr
+    t = grainlab.load(out)
+    code = t.events["event"].to_numpy()
+    want = (f"grainlab: wrote {out} ({len(code)} events, {t.threads} threads, "
+            f"{int((code == S.TASK_CREATE).sum())} tasks, "
+            f"{int((code == S.CHUNK).sum())} chunk events)")
+    assert result.stderr.strip().splitlines()[-1] == want
+
+
+def test_not_openmp_program(tmp_path, example, cli):
+    result = cli("record", "-o", tmp_path / "t.parquet", "--", example("not_openmp"))
     assert_one_line_error(result, "does not use OpenMP", "nothing to record")
     assert not (tmp_path / "t.parquet").exists()
 
 
-def test_libgomp_program_says_why_and_the_way_out(tmp_path, example):
-    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("fib_gomp"), 10)
+def test_libgomp_program_says_why_and_the_way_out(tmp_path, example, cli):
+    result = cli("record", "-o", tmp_path / "t.parquet", "--", example("fib_gomp"), 10)
     assert_one_line_error(result, "libgomp", "no OMPT", "clang -fopenmp", "--gomp-compat")
 
 
@@ -47,17 +64,17 @@ def test_libgomp_program_runs_on_libomp_gomp_layer(tmp_path, example):
 
 
 @pytest.mark.parametrize("output", ["/nonexistent-dir/t.parquet", "/proc/t.parquet", "DIR"])
-def test_unwritable_output_path(tmp_path, example, output):
+def test_unwritable_output_path(tmp_path, example, output, cli):
     if output == "DIR":
         output = tmp_path
-    result = run_cli("record", "-o", output, "--", example("fib"), 5)
+    result = cli("record", "-o", output, "--", example("fib"), 5)
     assert_one_line_error(result, "cannot write trace to")
     assert result.stdout == ""  # the program never ran
 
 
 @pytest.mark.parametrize("spec", ["no-such-counter", "task-clock,bogus", "task-clock,,"])
-def test_bad_counter_name(tmp_path, example, spec):
-    result = run_cli("record", "--counters", spec, "-o", tmp_path / "t.parquet",
+def test_bad_counter_name(tmp_path, example, spec, cli):
+    result = cli("record", "--counters", spec, "-o", tmp_path / "t.parquet",
                      "--", example("fib"), 5)
     assert_one_line_error(result, "counter")
     assert result.stdout == ""
@@ -75,14 +92,14 @@ def test_software_counters_become_columns(tmp_path, example):
     assert clock[t.events["event"] == 7].notna().all()
 
 
-def test_missing_and_non_executable_program(tmp_path, build):
-    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", tmp_path / "nope")
+def test_missing_and_non_executable_program(tmp_path, build, cli):
+    result = cli("record", "-o", tmp_path / "t.parquet", "--", tmp_path / "nope")
     assert_one_line_error(result, "no such file")
     script = tmp_path / "plain.txt"
     script.write_text("hello")
-    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", script)
+    result = cli("record", "-o", tmp_path / "t.parquet", "--", script)
     assert_one_line_error(result, "not executable")
-    result = run_cli("record", "-o", tmp_path / "t.parquet")
+    result = cli("record", "-o", tmp_path / "t.parquet")
     assert_one_line_error(result, "no program given")
 
 
@@ -94,8 +111,8 @@ def test_program_exit_code_is_returned(tmp_path, example):
     assert "Traceback" not in result.stderr
 
 
-def test_missing_collector_is_one_line(tmp_path, example):
-    result = run_cli("record", "-o", tmp_path / "t.parquet", "--", example("fib"), 5,
+def test_missing_collector_is_one_line(tmp_path, example, cli):
+    result = cli("record", "-o", tmp_path / "t.parquet", "--", example("fib"), 5,
                      env={"GRAINLAB_COLLECTOR": str(tmp_path / "libnothing.so")})
     assert_one_line_error(result, "GRAINLAB_COLLECTOR")
 

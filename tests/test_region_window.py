@@ -212,6 +212,6 @@ def test_analyze_cli_region_and_window(record):
     ("--window", "abc:", ["bad window time"]),
     ("--window", "100s:200s", ["outside the run"]),
 ])
-def test_bad_selections_are_one_line_errors(record, flag, value, fragments):
+def test_bad_selections_are_one_line_errors(record, flag, value, fragments, cli):
     t = record("setup_kernel", 50, 8, 5, 50, threads=2)
-    assert_one_line_error(grainlab("analyze", flag, value, t.path), *fragments)
+    assert_one_line_error(cli("analyze", flag, value, t.path), *fragments)

@@ -39,9 +39,9 @@ def test_cli_and_collector_constants_are_the_same_numbers():
 
 @pytest.mark.parametrize("value", [schema.BUFFER_EVENTS_MIN - 1, 10, 0, -5,
                                    schema.BUFFER_EVENTS_MAX + 1])
-def test_cli_refuses_what_the_collector_would(example, tmp_path, value):
+def test_cli_refuses_what_the_collector_would(example, tmp_path, value, cli):
     out = tmp_path / "t.parquet"
-    r = grainlab("record", "-o", out, "--buffer-events", value, "--", example("fib"), 10)
+    r = cli("record", "-o", out, "--buffer-events", value, "--", example("fib"), 10)
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
     assert f"{schema.BUFFER_EVENTS_MIN}..{schema.BUFFER_EVENTS_MAX}" in r.stderr.splitlines()[-1]

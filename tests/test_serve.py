@@ -316,23 +316,23 @@ def test_binds_loopback_and_warns_otherwise(fib_trace):
         p.wait(20)
 
 
-def test_bad_trace_is_the_analyze_error(tmp_path):
+def test_bad_trace_is_the_analyze_error(tmp_path, cli):
     bad = tmp_path / "bad.parquet"
     bad.write_text("not a trace")
-    r_serve = grainlab("serve", "--port", "0", bad)
-    r_analyze = grainlab("analyze", bad)
+    r_serve = cli("serve", "--port", "0", bad)
+    r_analyze = cli("analyze", bad)
     assert_one_line_error(r_serve, "bad.parquet")
     assert r_serve.stderr == r_analyze.stderr
-    assert_one_line_error(grainlab("serve", "--port", "70000", bad), "--port")
+    assert_one_line_error(cli("serve", "--port", "70000", bad), "--port")
 
 
-def test_taken_port_is_one_line(fib_trace):
+def test_taken_port_is_one_line(fib_trace, cli):
     import socket
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(1)
     try:
-        assert_one_line_error(grainlab("serve", "--port", s.getsockname()[1], fib_trace.path),
+        assert_one_line_error(cli("serve", "--port", s.getsockname()[1], fib_trace.path),
                               "cannot serve")
     finally:
         s.close()

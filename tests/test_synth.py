@@ -149,11 +149,11 @@ def test_cli_writes_a_trace(tmp_path):
     (["--shape", "loop", "--grains", "5", "--threads", "0"], "--threads"),
     (["--shape", "fork-join", "--grains", "5", "--jitter", "-1"], "--jitter"),
 ])
-def test_cli_bad_arguments_are_one_line_errors(tmp_path, args, fragment):
-    r = grainlab("synth", *args, "-o", tmp_path / "x.parquet")
+def test_cli_bad_arguments_are_one_line_errors(tmp_path, args, fragment, cli):
+    r = cli("synth", *args, "-o", tmp_path / "x.parquet")
     assert_one_line_error(r, fragment)
 
 
-def test_cli_unwritable_output(tmp_path):
-    r = grainlab("synth", "--shape", "loop", "--grains", "5", "-o", tmp_path / "no" / "x.parquet")
+def test_cli_unwritable_output(tmp_path, cli):
+    r = cli("synth", "--shape", "loop", "--grains", "5", "-o", tmp_path / "no" / "x.parquet")
     assert_one_line_error(r, "cannot write")

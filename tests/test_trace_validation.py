@@ -180,7 +180,7 @@ def test_incomplete_trace_loads_marked(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["missing", "text", "foreign", "newer", "contradiction"])
-def test_info_reports_bad_traces_in_one_line(tmp_path, case):
+def test_info_reports_bad_traces_in_one_line(tmp_path, case, cli):
     path = tmp_path / "t.parquet"
     if case == "text":
         path.write_text("hello\n")
@@ -194,15 +194,28 @@ def test_info_reports_bad_traces_in_one_line(tmp_path, case):
               kind=S.TASK_EXPLICIT)
         b.write(path)
     for extra in ([], ["--json"]):
-        result = run_cli("info", path, *extra)
+        result = cli("info", path, *extra)
         assert_one_line_error(result, str(path))
         assert result.stdout == ""
 
 
-def test_info_warns_about_incomplete_trace(tmp_path):
+def test_a_bad_trace_through_a_real_process(tmp_path):
+    """The error paths above run in-process (cli.main); once through a real
+    `grainlab` process: the exit code and the one line on stderr."""
+    b = fork_join_trace()
+    b.add(1, S.TASK_CREATE, 100, task=task_id(1, 500), other=task_id(1, 999),
+          kind=S.TASK_EXPLICIT)
+    path = b.write(tmp_path / "t.parquet")
+    for command in ("info", "analyze"):
+        result = run_cli(command, path)
+        assert_one_line_error(result, str(path), "never exists")
+        assert result.stdout == ""
+
+
+def test_info_warns_about_incomplete_trace(tmp_path, cli):
     path = fork_join_trace().write(tmp_path / "t.parquet", meta={
         "grainlab.complete": "false", "grainlab.end_reason": "signal:SIGTERM"})
-    result = run_cli("info", "--json", path)
+    result = cli("info", "--json", path)
     assert result.returncode == 0
     summary = json.loads(result.stdout)
     assert summary["complete"] is False
@@ -210,13 +223,13 @@ def test_info_warns_about_incomplete_trace(tmp_path):
     assert len(lines) == 1 and "incomplete" in lines[0] and "SIGTERM" in lines[0]
 
 
-def test_odd_metadata_values_do_not_crash(tmp_path):
+def test_odd_metadata_values_do_not_crash(tmp_path, cli):
     path = fork_join_trace().write(tmp_path / "t.parquet", meta={
         "grainlab.dropped_events": "many", "grainlab.counters": "{not json",
         "grainlab.runtime": "[]", "grainlab.command": "42"})
     s = grainlab.load(path).summary()
     assert s["dropped_events"] == 0 and s["unavailable_counters"] == []
-    result = run_cli("info", path)
+    result = cli("info", path)
     assert result.returncode == 0 and "Traceback" not in result.stderr
 
 

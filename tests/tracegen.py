@@ -43,22 +43,21 @@ class TraceBuilder:
             codeptr=codeptr, value=value, count=count, kind=kind, flags=flags))
         return self
 
-    def table(self, thread_rows):
-        cols = {c: [r[c] for r in thread_rows] for c in S.COLUMNS}
-        return pa.table({c: pa.array(v, type=getattr(pa, t)()) for (c, v), t in
-                         zip(cols.items(), S.COLUMNS.values())})
+    def table(self, thread_rows, schema=None):
+        schema = schema or S.arrow_schema()
+        return pa.table({f.name: pa.array([r[f.name] for r in thread_rows], type=f.type)
+                         for f in schema}, schema=schema)
 
     def write(self, path, rows_per_group=None, meta=None):
         metadata = dict(self.meta)
         metadata.update(meta or {})
-        schema = self.table([]).schema.with_metadata(
-            {k: v for k, v in metadata.items() if v is not None})
+        schema = S.arrow_schema(metadata={k: v for k, v in metadata.items() if v is not None})
         with pq.ParquetWriter(path, schema) as writer:
             for thread in sorted(self.rows):
                 rows = self.rows[thread]
                 step = rows_per_group or len(rows)
                 for i in range(0, len(rows), step):
-                    writer.write_table(self.table(rows[i:i + step]).cast(schema))
+                    writer.write_table(self.table(rows[i:i + step], schema))
         return path
 
 

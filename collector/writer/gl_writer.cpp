@@ -21,6 +21,9 @@
 //   DELTA_BINARY_PACKED; `other` uses BYTE_STREAM_SPLIT; the remaining
 //   columns have few distinct values per row group and use dictionary + RLE.
 //   Everything is then zstd-compressed (level 3).
+// - The fixed columns (names, types, order, where each value comes from) are
+//   the GL_COLUMN lines of grainlab/trace_columns.def, the one definition the
+//   Python side reads too: each use below expands them.
 #include "grainlab_event.h"
 
 #include <arrow/api.h>
@@ -65,17 +68,9 @@ std::string counter_column(const char *name) { return std::string("counter:") + 
 
 std::shared_ptr<arrow::Schema> make_schema(int ncounters, const char *const *names) {
   arrow::FieldVector fields = {
-      arrow::field("event", arrow::uint8(), false),
-      arrow::field("thread", arrow::uint16(), false),
-      arrow::field("cpu", arrow::uint16(), false),
-      arrow::field("tsc", arrow::uint64(), false),
-      arrow::field("task", arrow::uint64(), false),
-      arrow::field("other", arrow::uint64(), false),
-      arrow::field("codeptr", arrow::uint64(), false),
-      arrow::field("value", arrow::uint64(), false),
-      arrow::field("count", arrow::uint64(), false),
-      arrow::field("kind", arrow::uint32(), false),
-      arrow::field("flags", arrow::uint8(), false),
+#define GL_COLUMN(name, type, source) arrow::field(#name, arrow::type(), false),
+#include "trace_columns.def"
+#undef GL_COLUMN
   };
   for (int c = 0; c < ncounters; c++)
     fields.push_back(arrow::field(counter_column(names[c]), arrow::int64(), true));
@@ -126,19 +121,17 @@ struct gl_writer {
   // cannot continue from there, so later writes are refused with this reason.
   std::string broken;
 
-  // Column scratch, reused across row groups.
-  std::vector<uint8_t> event, flags;
-  std::vector<uint16_t> thread, cpu;
-  std::vector<uint64_t> tsc, task, other, codeptr, value, count;
-  std::vector<uint32_t> kind;
+  // Column scratch, reused across row groups: one vector per fixed column.
+#define GL_COLUMN(name, type, source) std::vector<type##_t> name;
+#include "trace_columns.def"
+#undef GL_COLUMN
   std::vector<std::vector<int64_t>> counters;
   std::vector<std::vector<uint8_t>> validity;  // Arrow bitmaps, LSB first
 
   void resize(size_t n) {
-    for (auto *v : {&event, &flags}) v->resize(n);
-    for (auto *v : {&thread, &cpu}) v->resize(n);
-    for (auto *v : {&tsc, &task, &other, &codeptr, &value, &count}) v->resize(n);
-    kind.resize(n);
+#define GL_COLUMN(name, type, source) name.resize(n);
+#include "trace_columns.def"
+#undef GL_COLUMN
     for (auto &v : counters) v.resize(n);
     for (auto &v : validity) v.resize((n + 7) / 8);
   }
@@ -147,20 +140,17 @@ struct gl_writer {
                       size_t n) {
     resize(n);
     const uint16_t th = static_cast<uint16_t>(thread_index);
+    // A column's value: the event's field of that name, or the buffer's thread.
+#define GL_FROM_EVENT(name) e.name
+#define GL_FROM_BUFFER(name) th
     for (size_t i = 0; i < n; i++) {
       const gl_event_t &e = ev[i];
-      event[i] = e.event;
-      flags[i] = e.flags;
-      thread[i] = th;
-      cpu[i] = e.cpu;
-      tsc[i] = e.tsc;
-      task[i] = e.task;
-      other[i] = e.other;
-      codeptr[i] = e.codeptr;
-      value[i] = e.value;
-      count[i] = e.count;
-      kind[i] = e.kind;
+#define GL_COLUMN(name, type, source) name[i] = GL_FROM_##source(name);
+#include "trace_columns.def"
+#undef GL_COLUMN
     }
+#undef GL_FROM_EVENT
+#undef GL_FROM_BUFFER
     std::vector<int64_t> null_counts(ncounters, 0);
     for (int c = 0; c < ncounters; c++) {
       int64_t *dst = counters[c].data();
@@ -181,12 +171,10 @@ struct gl_writer {
     // writer then encodes and compresses the columns in parallel on Arrow's
     // CPU pool (use_threads), and flushes the group at the next call/Close.
     arrow::ArrayVector cols = {
-        wrap(arrow::uint8(), event, n),   wrap(arrow::uint16(), thread, n),
-        wrap(arrow::uint16(), cpu, n),    wrap(arrow::uint64(), tsc, n),
-        wrap(arrow::uint64(), task, n),   wrap(arrow::uint64(), other, n),
-        wrap(arrow::uint64(), codeptr, n), wrap(arrow::uint64(), value, n),
-        wrap(arrow::uint64(), count, n),  wrap(arrow::uint32(), kind, n),
-        wrap(arrow::uint8(), flags, n)};
+#define GL_COLUMN(name, type, source) wrap(arrow::type(), name, n),
+#include "trace_columns.def"
+#undef GL_COLUMN
+    };
     for (int c = 0; c < ncounters; c++) {
       std::shared_ptr<arrow::Buffer> bitmap;
       if (null_counts[c] > 0)

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ..trace import load
+from ..stream import scan
 
 HELP = "summarize a trace (events, threads, tasks, chunks, ...)"
 
@@ -23,7 +23,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    trace = load(args.trace)
+    # streamed: the checks and counts of load() + summary(), in bounded memory
+    trace = scan(args.trace)
     summary = trace.summary()
     if args.json:
         print(json.dumps(summary))

@@ -30,7 +30,7 @@ from .. import schema as S
 from ..errors import RecordError, TraceError, UsageError
 from ..outpath import resolve_output
 from ..spool import header_values, is_converter, is_locked, lock_holder, spool_of
-from ..trace import load
+from ..stream import scan
 
 HELP = "run an OpenMP program with the collector and write a trace"
 
@@ -323,7 +323,7 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
                   file=sys.stderr)
             return failed
     try:
-        trace = load(target)  # validates: a trace that loads is a trace that works
+        trace = scan(target)  # validates as load() does, streaming: bounded memory
     except TraceError as e:
         print(f"grainlab: {e}", file=sys.stderr)
         return failed
@@ -331,12 +331,9 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
         print(f"grainlab: no trace written to {output} by this run: the trace there is "
               f"another run's ({name} ran untraced and exited with {code})", file=sys.stderr)
         return failed
-    code_column = trace.events["event"].to_numpy()
-    # Counted from the events directly: no need to build task tables here.
-    what = (f"{len(code_column)} events, {trace.threads} "
+    what = (f"{trace.events} events, {trace.threads} "
             f"thread{'' if trace.threads == 1 else 's'}, "
-            f"{int((code_column == S.TASK_CREATE).sum())} tasks, "
-            f"{int((code_column == S.CHUNK).sum())} chunk events")
+            f"{trace.tasks} tasks, {trace.chunk_events} chunk events")
     if not trace.complete:
         print(f"grainlab: warning: incomplete trace {output} ({what}): "
               + "; ".join(trace.problems), file=sys.stderr)

@@ -1,0 +1,176 @@
+"""Event batches: the unit that checking and counting a trace work on.
+
+A batch is a dict of numpy arrays, one per event column it was read with, plus
+`pos` (int64: the row's position in the file, before dependence waits were
+folded away, so it only grows from batch to batch) and `rg` (int32: the row
+group). Batches come in file order. `file_batches` streams a trace file in
+batches of at most BATCH_ROWS rows, reading only the columns asked for, so
+whatever the trace's size a reader holds one batch at a time; `events_batch`
+makes one batch of a loaded trace's whole event table (`grainlab.load`).
+
+`Collected` keeps, from the batches that pass by, the few rows that counting
+and checking need across the whole run — one row per task creation, implicit
+task, parallel region begin or end and worksharing begin — as compact
+columns: about 33 bytes per explicit task, whatever the number of events.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from . import schema as S
+from .errors import TraceError
+from .idindex import IdIndex
+
+# Rows per streamed batch, at most (a bigger row group is read in slices of
+# this size): ~6 MB of the fixed columns. Two collector buffers of the default
+# 65,536 events do not fit, so a recorded trace is read a row group at a
+# time; small row groups are read together. Big enough that the per-batch
+# Python work is noise, small enough that a batch is never the peak.
+BATCH_ROWS = 1 << 17
+
+
+def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None):
+    """The events of an open Parquet trace in batches (columns=None: read every
+    column, though only the fixed ones are converted). `sizes`: rows per row
+    group; `fold`: a grainlab.depwait.FoldPlan to apply. A read error is a
+    TraceError naming the file, as when `grainlab.load` reads it whole.
+
+    Whole row groups are read, several at a time up to `batch_rows` rows (a
+    bigger one is read in slices): pyarrow's iter_batches would keep every
+    pre-buffered column chunk of the file until the end (memory growing with
+    the trace)."""
+    limit = batch_rows or BATCH_ROWS
+    offset = 0
+    for group in _row_group_runs(sizes, limit):
+        pieces = _read(parquet, group, sizes, limit, columns)
+        while True:
+            try:
+                piece = next(pieces, None)
+                if piece is None:
+                    break
+                batch = {name: piece.column(name).to_numpy()
+                         for name in piece.schema.names if name in S.COLUMNS}
+            except (pa.ArrowException, OSError, ValueError) as e:
+                from .trace import _first_line
+                raise TraceError(f"{path}: corrupt data ({_first_line(e)})") from None
+            n = piece.num_rows
+            batch["pos"] = np.arange(offset, offset + n, dtype=np.int64)
+            batch["rg"] = _row_groups(sizes, offset, n)
+            offset += n
+            if fold is not None:
+                batch = fold.apply(batch)
+            yield batch
+
+
+def _read(parquet, group, sizes, limit, columns):
+    """The row groups `group` as one table, or a row group bigger than `limit`
+    rows in record batches of `limit` rows."""
+    if len(group) == 1 and sizes[group[0]] > limit:
+        yield from parquet.iter_batches(batch_size=limit, row_groups=group,
+                                        columns=columns, use_threads=True)
+    else:
+        yield parquet.read_row_groups(group, columns=columns, use_threads=True)
+
+
+def _row_group_runs(sizes, limit):
+    """Consecutive row groups, as few together as keeps each run <= limit rows."""
+    run, rows = [], 0
+    for i, n in enumerate(np.asarray(sizes).tolist()):
+        if run and rows + n > limit:
+            yield run
+            run, rows = [], 0
+        run.append(i)
+        rows += n
+    if run:
+        yield run
+
+
+def _row_groups(sizes, offset, n):
+    """Row group of each of the n rows from file position `offset` on."""
+    starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+    pos = np.arange(offset, offset + n, dtype=np.int64)
+    rg = np.searchsorted(starts, pos, side="right") - 1
+    return np.minimum(rg, max(len(sizes) - 1, 0)).astype(np.int32)
+
+
+def events_batch(events) -> dict:
+    """A loaded trace's events (DataFrame, already folded) as one batch."""
+    batch = {c: events[c].to_numpy() for c in S.COLUMNS}
+    batch["pos"] = np.arange(len(events), dtype=np.int64)
+    batch["rg"] = events["row_group"].to_numpy()
+    return batch
+
+
+def take(batch: dict, rows) -> dict:
+    """The batch restricted to `rows` (a mask or positions)."""
+    return {k: v[rows] for k, v in batch.items()}
+
+
+class Collected:
+    """Rows kept from every batch, in file order, as arrays:
+
+    create    TASK_CREATE: task, other (the parent), tsc, rg, kind (flags),
+              dependences (bool: `value` != 0)
+    implicit  IMPLICIT_BEGIN: task, kind
+    parallel  PARALLEL_BEGIN and PARALLEL_END: event, other (region id), tsc,
+              task, count, codeptr, thread
+    work      WORK_BEGIN: thread, kind, task, other
+    """
+
+    KEEP = {
+        "create": ((S.TASK_CREATE,), ("task", "other", "tsc", "rg", "kind", "value")),
+        "implicit": ((S.IMPLICIT_BEGIN,), ("task", "kind")),
+        "parallel": ((S.PARALLEL_BEGIN, S.PARALLEL_END),
+                     ("event", "other", "tsc", "task", "count", "codeptr", "thread")),
+        "work": ((S.WORK_BEGIN,), ("thread", "kind", "task", "other")),
+    }
+
+    def __init__(self):
+        self._parts = {name: [] for name in self.KEEP}
+        self._done: dict = {}
+
+    def feed(self, batch: dict) -> None:
+        code = batch["event"]
+        for name, (events, columns) in self.KEEP.items():
+            rows = np.flatnonzero(code == events[0]) if len(events) == 1 else \
+                np.flatnonzero(np.isin(code, events))
+            if not len(rows):
+                continue
+            part = {c: batch[c][rows] for c in columns}
+            if "value" in part:
+                part["dependences"] = part.pop("value") != 0
+            self._parts[name].append(part)
+
+    def __getattr__(self, name) -> dict:
+        """collected.create etc.: that kind's columns, concatenated once (column
+        by column, each column's pieces freed before the next is joined)."""
+        if name.startswith("_") or name not in self.KEEP:
+            raise AttributeError(name)
+        if name not in self._done:
+            parts = self._parts.pop(name)
+            done = {}
+            for c in (c if c != "value" else "dependences" for c in self.KEEP[name][1]):
+                pieces = [p.pop(c) for p in parts]
+                done[c] = np.concatenate(pieces) if pieces else np.zeros(0, _DTYPES[c])
+                del pieces
+            self._done[name] = done
+        return self._done[name]
+
+    def create_index(self) -> IdIndex:
+        """IdIndex of the created tasks' ids (grainlab.idindex), made once."""
+        if "create_index" not in self._done:
+            self._done["create_index"] = IdIndex(self.create["task"])
+        return self._done["create_index"]
+
+    def creates_unique(self) -> bool:
+        """No task id is created twice (the usual case)."""
+        if "creates_unique" not in self._done:
+            ids = self.create["task"]
+            self._done["creates_unique"] = bool(
+                (self.create_index().get(ids) == np.arange(len(ids))).all())
+        return self._done["creates_unique"]
+
+
+_DTYPES = {**{c: np.dtype(t) for c, t in S.COLUMNS.items()}, "rg": np.dtype(np.int32),
+           "dependences": np.dtype(bool)}
