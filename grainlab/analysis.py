@@ -159,7 +159,7 @@ class Analysis:
         from .symbolize import grain_locations
         g = self.graph
         self._progress("source locations")
-        return pd.Series(grain_locations(g, g.meta).to_numpy(), index=g.grains.index,
+        return pd.Series(grain_locations(g, g.meta).array, index=g.grains.index,
                          name="location")
 
     @cached_property
@@ -172,7 +172,7 @@ class Analysis:
         """One row per grain: the graph's grain columns, every metric, `location`."""
         self.metrics  # noqa: B018  (adds the metric columns)
         gr = self.graph.grains
-        return gr.assign(location=self.locations.to_numpy()) if len(gr) else \
+        return gr.assign(location=self.locations.to_numpy(dtype=object)) if len(gr) else \
             gr.assign(location=pd.Series([], dtype=object))
 
     @cached_property
@@ -394,8 +394,8 @@ def top_locations(gr, locations, found, th, top) -> list:
     `top` of them (None: all)."""
     if len(gr) == 0:
         return []
-    df = pd.DataFrame({"location": np.asarray(locations),
-                       "work": gr["work"].to_numpy(np.int64)})
+    codes, names = P.location_codes(locations)
+    df = pd.DataFrame({"location": codes, "work": gr["work"].to_numpy(np.int64)})
     for name, res in found.items():
         if res["available"]:
             df[name] = P.crossing(gr[name], name, th[name])
@@ -406,10 +406,10 @@ def top_locations(gr, locations, found, th, top) -> list:
     if top is not None:
         by = by.head(top)
     total = max(int(gr["work"].sum()), 1)
-    return [{"location": str(loc), "grains": int(r["grains"]), "work_ns": int(r["work_ns"]),
+    return [{"location": str(names[code]), "grains": int(r["grains"]), "work_ns": int(r["work_ns"]),
              "work_percent": 100.0 * float(r["work_ns"]) / total,
              "problem_percent": {f: 100.0 * float(r[f]) for f in flags}}
-            for loc, r in by.iterrows()]
+            for code, r in by.iterrows()]
 
 
 def critical_grains(g, locations, path, top) -> list:
@@ -417,11 +417,11 @@ def critical_grains(g, locations, path, top) -> list:
     those grains only)."""
     gr = g.grains
     ids = np.asarray(path, np.int64)[:top] if top else np.zeros(0, np.int64)
-    locations = np.asarray(locations)
+    locations = pd.Series(locations).iloc[ids].to_numpy(dtype=object) if len(ids) else []
     names = _identities(g, ids)
     return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": _text(name),
-             "location": str(locations[i]), "work_ns": int(gr.at[i, "work"])}
-            for i, name in zip(ids.tolist(), names)]
+             "location": str(where), "work_ns": int(gr.at[i, "work"])}
+            for i, where, name in zip(ids.tolist(), locations, names)]
 
 
 def _identities(g, ids) -> list:

@@ -146,7 +146,7 @@ def evaluate(g, th: dict, locations: pd.Series | None = None, top: int = 10) -> 
     n = len(gr)
     if locations is None:
         locations = gr["codeptr"].map(lambda c: f"0x{int(c):x}") if n else pd.Series([], dtype=str)
-    loc = pd.Series(np.asarray(locations), index=gr.index)
+    loc = location_codes(locations)
     crit = gr["on_critical_path"].to_numpy(bool)
     work = gr["work"].to_numpy(np.int64)
     out = {}
@@ -168,14 +168,31 @@ def evaluate(g, th: dict, locations: pd.Series | None = None, top: int = 10) -> 
     return out
 
 
-def _rank_locations(loc: pd.Series, hit, work, top):
+def location_codes(locations) -> tuple[np.ndarray, np.ndarray]:
+    """(code per grain, location string per code), codes numbered in order of
+    first appearance: group-bys over the codes list locations in the same
+    order a group-by over the strings would, without hashing a million strings."""
+    values = locations.array if isinstance(locations, pd.Series) else locations
+    if not isinstance(values, pd.Categorical):
+        values = pd.Categorical(np.asarray(values, dtype=object))
+    codes = np.asarray(values.codes, np.int64)
+    names = np.asarray(values.categories, dtype=object)
+    present, first = np.unique(codes, return_index=True)
+    by_appearance = present[np.argsort(first, kind="stable")]
+    renumber = np.full(len(names) + 1, -1, np.int64)
+    renumber[by_appearance] = np.arange(len(by_appearance))
+    return renumber[codes], names[by_appearance] if len(names) else names
+
+
+def _rank_locations(loc, hit, work, top):
     if not hit.any():
         return []
-    df = pd.DataFrame({"location": loc.to_numpy(), "hit": hit, "work": work,
+    codes, names = loc
+    df = pd.DataFrame({"location": codes, "hit": hit, "work": work,
                        "hit_work": np.where(hit, work, 0)})
     by = df.groupby("location", sort=False).agg(
         grains=("hit", "sum"), all_grains=("hit", "size"), work_ns=("hit_work", "sum"))
     by = by[by["grains"] > 0].sort_values(["work_ns", "grains"], ascending=False).head(top)
-    return [{"location": str(name), "grains": int(r.grains), "work_ns": int(r.work_ns),
+    return [{"location": str(names[code]), "grains": int(r.grains), "work_ns": int(r.work_ns),
              "of_location_grains": float(100.0 * r.grains / r.all_grains)}
-            for name, r in by.iterrows()]
+            for code, r in by.iterrows()]

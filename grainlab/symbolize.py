@@ -157,6 +157,14 @@ def symbolize(codeptrs, loadmap, constructs=None) -> np.ndarray:
     return names[inverse]
 
 
+def as_categorical(locations) -> pd.Categorical:
+    """Location strings as a Categorical (few distinct locations, a million
+    grains: codes instead of a million strings through every group-by)."""
+    values = np.asarray(locations, dtype=object)
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+
+
 def symbolize_on_threads(codeptrs, threads, meta: dict, constructs=None) -> np.ndarray:
     """symbolize() with the load map of the image that ran each element: a
     run that exec()s is one trace of several images (`meta["images"]`, each
@@ -180,7 +188,7 @@ def symbolize_on_threads(codeptrs, threads, meta: dict, constructs=None) -> np.n
 
 
 def grain_locations(g, trace_meta=None) -> pd.Series:
-    """One location string per grain of `g` (index = grain id), with the
+    """One location string per grain of `g` (index = grain id; categorical), with the
     construct beside the function. A loop instance has one location: chunks
     whose event carried no return address (libomp passes none on some
     threads) take the one another chunk of the same instance has."""
@@ -201,7 +209,7 @@ def grain_locations(g, trace_meta=None) -> pd.Series:
         construct[taskloop] = "taskloop"
     locs = symbolize_on_threads(codeptr, gr["thread"].to_numpy(), meta, construct) \
         if "thread" in gr.columns else symbolize(codeptr, meta.get("loadmap"), construct)
-    return pd.Series(locs, index=gr.index, name="location")
+    return pd.Series(as_categorical(locs), index=gr.index, name="location")
 
 
 def _load_binary(path: str):
