@@ -26,8 +26,9 @@ machine load hits every configuration alike; each run waits for the previous
 trace to be ready. Also shown: events, bytes per event of the Parquet trace,
 and the application's peak RSS. Below the table, the per-call workload at two
 run lengths with the same buffer setting: the application's and the
-converter's peak RSS and the spool size (the spool is the raw 56 bytes/event
-file that exists between the run and the conversion). The last line is a
+converter's peak RSS and the spool size (the spool is the file of compact
+blocks, ~5 bytes/event on fib, that exists between the run and the
+conversion; benchmarks/spool_bytes.py compares it with raw blocks). The last line is a
 one-line summary against the targets: <= 1.25x per call, <= 1.02x at a good
 cutoff, <= 8 bytes/event, memory bounded.
 
