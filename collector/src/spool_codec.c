@@ -73,7 +73,6 @@ static void define(gl_codec_sym *y, uint8_t event, uint8_t flags, uint32_t kind,
   y->flags = flags;
   y->kind = kind;
   y->codeptr = codeptr;
-  y->used = 1;
 }
 
 size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *ctr,

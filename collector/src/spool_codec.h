@@ -19,12 +19,12 @@
  * 10-byte varints, cpu, null mask, a varint per counter). */
 #define GL_CODEC_MAX_ROW(nc) (1u + 17u + 1u + 5u * 10u + 3u + 1u + 10u * (unsigned)(nc))
 
-/* The encoder's working memory (~10 KiB): the symbol table of the block. One
+/* The encoder's (and decoder's) working memory (~7 KiB): the symbol table of the block. One
  * per encoding thread, allocated once; reset by gl_codec_encode per block. */
 typedef struct gl_codec_sym {
   uint64_t codeptr, task, other, value, count;
   uint32_t kind;
-  uint8_t event, flags, nulls, used;
+  uint8_t event, flags, nulls;
 } gl_codec_sym;
 
 typedef struct gl_codec_state {
