@@ -19,8 +19,8 @@
  * 10-byte varints, cpu, null mask, a varint per counter). */
 #define GL_CODEC_MAX_ROW(nc) (1u + 17u + 1u + 5u * 10u + 3u + 1u + 10u * (unsigned)(nc))
 
-/* The encoder's (and decoder's) working memory (~7 KiB): the symbol table of the block. One
- * per encoding thread, allocated once; reset by gl_codec_encode per block. */
+/* The encoder's (and decoder's) working memory (~7 KiB): the symbol table
+ * of a block. One per encoding thread, allocated once; reset for each block. */
 typedef struct gl_codec_sym {
   uint64_t codeptr, task, other, value, count;
   uint32_t kind;
