@@ -15,8 +15,9 @@
  * literal follows"; once 127 are defined, later literals share slot 127. */
 #define GL_CODEC_SYMBOLS 127
 
-/* The most bytes one encoded row can take (head, literal, extras, seven
- * 10-byte varints, cpu, null mask, a varint per counter). */
+/* The most bytes one encoded row can take: head, literal (event, flags, a
+ * 5-byte kind, a 10-byte codeptr), extras, five 10-byte varints (tsc, task,
+ * other, value, count), cpu, null mask, a 10-byte varint per counter. */
 #define GL_CODEC_MAX_ROW(nc) (1u + 17u + 1u + 5u * 10u + 3u + 1u + 10u * (unsigned)(nc))
 
 /* The encoder's (and decoder's) working memory (~7 KiB): the symbol table
