@@ -9,9 +9,9 @@ with a good cutoff, each run
   time     under the collector, time only (full buffers go to the writer thread)
   counters under the collector with software counters (task-clock,context-switches)
 
-The collector spools raw events during the run and the Parquet trace is
-written afterwards by grainlab-convert, in its own process, while the
-application has already exited. Both costs are shown, separately:
+The collector spools compact blocks of events during the run and the
+Parquet trace is written afterwards by grainlab-convert, in its own process,
+while the application has already exited. Both costs are shown, separately:
 
   x best / x med / x cpu   the application's wall (best, median) and CPU time
                            (user+sys, best) relative to the app alone
