@@ -41,6 +41,13 @@ def small_disk(tmp_path, request):
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
+def said(r):
+    """record's lines on stderr, but for the progress line it prints when the
+    conversion takes over 0.5 s (a loaded machine's matter, not an error)."""
+    return [ln for ln in r.stderr.strip().splitlines()
+            if not ln.startswith("grainlab: waiting for the collector to finish writing")]
+
+
 def leftovers(folder):
     return sorted(p.name for p in folder.iterdir() if "grainlab-tmp" in p.name)
 
@@ -102,7 +109,7 @@ def test_trace_of_what_fit_is_in_place_with_exact_counts(small_disk, example, fu
                  env={"OMP_NUM_THREADS": "1", "GRAINLAB_SPOOL_ENCODING": encoding})
     assert r.stdout == FIB_OUT
     assert r.returncode == 0, r.stderr               # the program's own status
-    lines = r.stderr.strip().splitlines()
+    lines = said(r)
     assert len(lines) == 1 and "disk full" in lines[0], r.stderr
     t = gl.load(out)
     assert not t.complete and t.meta["end_reason"] == "disk full"
@@ -116,18 +123,17 @@ def test_trace_of_what_fit_is_in_place_with_exact_counts(small_disk, example, fu
     assert len(a.grains) > 0 and a.report()["span_ns"] > 0
 
 
-@pytest.mark.parametrize("small_disk", ["2m"], indirect=True)
+@pytest.mark.parametrize("small_disk", ["1m"], indirect=True)
 def test_no_room_to_convert_says_where_and_how(small_disk, example, tmp_path, full_run_events):
     out = small_disk / "t.parquet"
     # Tiny blocks: every one becomes a row group of the trace (~2.5 KiB of
     # Parquet for 65 rows), so the trace is ~5x its spool, far more than the
     # room the collector keeps for it (3/4 of the spool): it cannot fit. (A
-    # 2 MiB disk: the converter fills the room it has within 0.5 s, before
-    # record would say it is waiting.)
+    # 1 MiB disk: the converter soon fills the room it has.)
     r = grainlab("record", "--buffer-events", 64, "-o", out, "--", example(FIB[0]), FIB[1],
                  env={"OMP_NUM_THREADS": "1"})
     assert r.stdout == FIB_OUT
-    lines = r.stderr.strip().splitlines()
+    lines = said(r)
     assert len(lines) == 1, r.stderr
     spool = spool_of(out)
     assert str(spool) in lines[0] and f"grainlab convert {spool}" in lines[0]
