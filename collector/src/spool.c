@@ -448,8 +448,10 @@ int gl_spool_open(const char *output_path) {
   if (continuing) {
     /* exec'd: the earlier images' events stay; ours follow a header of ours */
     struct stat now;
-    if (fstat(spool_fd, &now) == 0)
+    if (fstat(spool_fd, &now) == 0) {
       spool_bytes = claimed = reserved_end = (uint64_t)now.st_size;
+      trace_room = GL_TRACE_ROOM(spool_bytes, 1); /* the earlier images' rows too */
+    }
     return 1;
   }
   if (ftruncate(spool_fd, 0) != 0) return fail_open(strerror(errno));
