@@ -9,9 +9,9 @@ with a good cutoff, each run
   time     under the collector, time only (full buffers go to the writer thread)
   counters under the collector with software counters (task-clock,context-switches)
 
-The collector spools raw events during the run and the Parquet trace is
-written afterwards by grainlab-convert, in its own process, while the
-application has already exited. Both costs are shown, separately:
+The collector spools compact blocks of events during the run and the
+Parquet trace is written afterwards by grainlab-convert, in its own process,
+while the application has already exited. Both costs are shown, separately:
 
   x best / x med / x cpu   the application's wall (best, median) and CPU time
                            (user+sys, best) relative to the app alone
@@ -26,8 +26,9 @@ machine load hits every configuration alike; each run waits for the previous
 trace to be ready. Also shown: events, bytes per event of the Parquet trace,
 and the application's peak RSS. Below the table, the per-call workload at two
 run lengths with the same buffer setting: the application's and the
-converter's peak RSS and the spool size (the spool is the raw 56 bytes/event
-file that exists between the run and the conversion). The last line is a
+converter's peak RSS and the spool size (the spool is the file of compact
+blocks, ~5 bytes/event on fib, that exists between the run and the
+conversion; benchmarks/spool_bytes.py compares it with raw blocks). The last line is a
 one-line summary against the targets: <= 1.25x per call, <= 1.02x at a good
 cutoff, <= 8 bytes/event, memory bounded.
 

@@ -1,7 +1,7 @@
 """Spools: what the collector writes while a program runs (docs/trace-format.md,
-"The spool"). The collector appends raw events to `<trace>.spool` and, when
-the run ends, starts `grainlab-convert`, which writes `<trace>` and removes
-the spool. The spool is flock()ed from the run's start until the trace is
+"The spool"). The collector appends blocks of events (compactly encoded) to
+`<trace>.spool` and, when the run ends, starts `grainlab-convert`, which
+writes `<trace>` and removes the spool. The spool is flock()ed from the run's start until the trace is
 ready, so:
 
 - spool locked: the run or its conversion is in progress -> wait;

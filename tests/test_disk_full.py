@@ -7,6 +7,7 @@ to convert it elsewhere. Nothing half-written is left behind."""
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 
 import pytest
@@ -16,16 +17,20 @@ from grainlab import _paths
 from grainlab.spool import spool_of
 from conftest import grainlab
 
-FIB = ("fib", "25")                      # 971,622 events at 1 thread: ~54 MB of spool
-FIB_OUT = "fib(25) = 75025\n"
+# 2.5M events at 1 thread: ~12.7 MB of compact spool (142 MB raw), well over
+# the 5 MiB disk in both encodings
+FIB = ("fib", "27")
+FIB_OUT = "fib(27) = 196418\n"
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 5 MiB tmpfs of our own (never a real one)."""
+def small_disk(tmp_path, request):
+    """A 5 MiB tmpfs of our own (never a real one); another size with
+    @pytest.mark.parametrize("small_disk", ["2m"], indirect=True)."""
     where = tmp_path / "small"
     where.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(where)],
+    size = getattr(request, "param", "5m")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or 'mount failed'}): "
@@ -36,6 +41,13 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
+def said(r):
+    """record's lines on stderr, but for the progress line it prints when the
+    conversion takes over 0.5 s (a loaded machine's matter, not an error)."""
+    return [ln for ln in r.stderr.strip().splitlines()
+            if not ln.startswith("grainlab: waiting for the collector to finish writing")]
+
+
 def leftovers(folder):
     return sorted(p.name for p in folder.iterdir() if "grainlab-tmp" in p.name)
 
@@ -43,29 +55,61 @@ def leftovers(folder):
 @pytest.fixture(scope="module")
 def full_run_events(tmp_path_factory, example):
     """Events of the same program, same buffer size, 1 thread, on a roomy disk:
-    deterministic, so kept + lost on the small disk must add up to it."""
+    deterministic, so kept + lost on the small disk must add up to it. Counted
+    from the spool's block headers (no conversion: tiny buffers make slow
+    traces), checked against the collector's own count in its end record."""
     counts = {}
 
     def events(buffer):
         if buffer not in counts:
             out = tmp_path_factory.mktemp("roomy") / "t.parquet"
-            r = grainlab("record", "-q", "--buffer-events", buffer, "-o", out, "--",
-                         example(FIB[0]), FIB[1], env={"OMP_NUM_THREADS": "1"})
-            assert r.returncode == 0, r.stderr
-            t = gl.load(out)
-            assert t.complete
-            counts[buffer] = len(t.events)
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "GRAINLAB_QUIET": "1",
+                   "GRAINLAB_CONVERT": "no", "GRAINLAB_BUFFER_EVENTS": buffer,
+                   "OMP_TOOL_LIBRARIES": str(_paths.build_dir() / "lib" / _paths.COLLECTOR),
+                   "GRAINLAB_OUTPUT": str(out)}
+            r = subprocess.run([example(FIB[0]), FIB[1]], env=env, capture_output=True,
+                               text=True, timeout=120)
+            assert r.returncode == 0 and r.stdout == FIB_OUT, r.stderr
+            counts[buffer] = spool_events(spool_of(out))
         return counts[buffer]
     return events
 
 
-def test_trace_of_what_fit_is_in_place_with_exact_counts(small_disk, example, full_run_events):
+def spool_events(spool):
+    """Rows in a complete spool's blocks (grainlab_spool.h, version 2), which
+    its end record's recorded_events must equal."""
+    data = spool.read_bytes()
+    header_bytes = struct.unpack_from("<12xI", data)[0]
+    off, rows, recorded = header_bytes, 0, None
+    while off < len(data):
+        magic, a, b, _ = struct.unpack_from("<4I", data, off)
+        if magic == 0x4B4C4247:  # block: thread, nevents, ...; payload_bytes at 40
+            rows += b
+            off += 48 + struct.unpack_from("<Q", data, off + 40)[0]
+        else:  # trailer: nkv, kv_bytes
+            assert magic == 0x52544C47
+            kv, at = data[off + 32:off + 32 + b], 0
+            while at < len(kv):
+                klen, vlen = struct.unpack_from("<2I", kv, at)
+                if kv[at + 8:at + 8 + klen] == b"grainlab.recorded_events":
+                    recorded = int(kv[at + 8 + klen:at + 8 + klen + vlen])
+                at += 8 + klen + vlen
+            off += 32 + b
+    assert recorded == rows
+    return rows
+
+
+@pytest.mark.parametrize("encoding", ["compact", "raw"])
+def test_trace_of_what_fit_is_in_place_with_exact_counts(small_disk, example, full_run_events,
+                                                         encoding):
+    """Exact counts whatever the blocks' encoding: the reservation counts the
+    bytes actually appended (compact blocks are ~10x smaller than raw)."""
     out = small_disk / "t.parquet"
     r = grainlab("record", "-o", out, "--", example(FIB[0]), FIB[1],
-                 env={"OMP_NUM_THREADS": "1"})
+                 env={"OMP_NUM_THREADS": "1", "GRAINLAB_SPOOL_ENCODING": encoding})
     assert r.stdout == FIB_OUT
     assert r.returncode == 0, r.stderr               # the program's own status
-    lines = r.stderr.strip().splitlines()
+    lines = said(r)
     assert len(lines) == 1 and "disk full" in lines[0], r.stderr
     t = gl.load(out)
     assert not t.complete and t.meta["end_reason"] == "disk full"
@@ -79,13 +123,17 @@ def test_trace_of_what_fit_is_in_place_with_exact_counts(small_disk, example, fu
     assert len(a.grains) > 0 and a.report()["span_ns"] > 0
 
 
+@pytest.mark.parametrize("small_disk", ["1m"], indirect=True)
 def test_no_room_to_convert_says_where_and_how(small_disk, example, tmp_path, full_run_events):
     out = small_disk / "t.parquet"
-    # small blocks: the spool fills the disk to its last block, the trace cannot fit
-    r = grainlab("record", "--buffer-events", 4096, "-o", out, "--", example(FIB[0]), FIB[1],
+    # Tiny blocks: every one becomes a row group of the trace (~2.5 KiB of
+    # Parquet for 65 rows), so the trace is ~5x its spool, far more than the
+    # room the collector keeps for it (3/4 of the spool): it cannot fit. (A
+    # 1 MiB disk: the converter soon fills the room it has.)
+    r = grainlab("record", "--buffer-events", 64, "-o", out, "--", example(FIB[0]), FIB[1],
                  env={"OMP_NUM_THREADS": "1"})
     assert r.stdout == FIB_OUT
-    lines = r.stderr.strip().splitlines()
+    lines = said(r)
     assert len(lines) == 1, r.stderr
     spool = spool_of(out)
     assert str(spool) in lines[0] and f"grainlab convert {spool}" in lines[0]
@@ -100,7 +148,7 @@ def test_no_room_to_convert_says_where_and_how(small_disk, example, tmp_path, fu
     assert t.meta["end_reason"] == "disk full"
     kept, lost = len(t.events), int(t.meta["dropped_events"])
     assert int(t.meta["recorded_events"]) == kept
-    assert kept + lost == full_run_events("4096")
+    assert kept + lost == full_run_events("64")
 
 
 def test_program_run_with_the_collector_alone_is_unaffected(small_disk, example):

@@ -117,8 +117,8 @@ def test_missing_collector_is_one_line(tmp_path, example, cli):
     assert_one_line_error(result, "GRAINLAB_COLLECTOR")
 
 
-# Bytes of the spool once the collector has appended a first block of a
-# 4096-event buffer (56 bytes per event): the run is then well under way.
+# Bytes of spool that mean the run is well under way: a raw 4096-event block
+# (56 bytes per event), about a dozen compact blocks (~5 bytes per event).
 FIRST_BLOCK = 4096 * 56
 
 

@@ -20,9 +20,11 @@ from grainlab.spool import spool_of
 from conftest import grainlab as run_cli
 
 HEADER = struct.Struct("<8sIIIIIIQQ")  # gl_spool_header
-BLOCK = struct.Struct("<IIIIQQ")       # gl_spool_block (and the trailer's shape)
+BLOCK = struct.Struct("<IIIIQQIIQ")    # gl_spool_block (version 2)
+TRAILER = struct.Struct("<IIIIQQ")     # gl_spool_trailer
 BLOCK_MAGIC, TRAILER_MAGIC = 0x4B4C4247, 0x52544C47
 EVENT_BYTES = 56
+RAW, COMPACT = 0, 1
 GNU_TIME = "/usr/bin/time"
 
 
@@ -41,20 +43,27 @@ def spool_run(build, example, out, *args, buffer=4096, env=None, timer=None):
     return spool_of(out)
 
 
-def blocks_of(path):
-    """(offset, magic, thread, nevents, size) of every record after the header."""
+def blocks_of(path, encodings=None):
+    """(offset, magic, thread, nevents, size) of every record after the header;
+    `encodings`, a list, receives each block's encoding."""
     data = path.read_bytes()
     magic, version, header_bytes, event_bytes, ncounters, *_ = HEADER.unpack_from(data)
-    assert magic == b"GLSPOOL\n" and version == 1 and event_bytes == EVENT_BYTES
+    assert magic == b"GLSPOOL\n" and version == 2 and event_bytes == EVENT_BYTES
     out, off = [], header_bytes
     while off < len(data):
-        m, a, b, c, _, _ = BLOCK.unpack_from(data, off)
+        m, a, b, c, *_ = TRAILER.unpack_from(data, off)
         if m == BLOCK_MAGIC:
-            size = BLOCK.size + b * (EVENT_BYTES + 8 * c)
-            out.append((off, m, a, b, size))
+            m, thread, n, nc, _, _, encoding, _, payload = BLOCK.unpack_from(data, off)
+            assert encoding in (RAW, COMPACT)
+            if encoding == RAW:
+                assert payload == n * (EVENT_BYTES + 8 * nc)
+            if encodings is not None:
+                encodings.append(encoding)
+            size = BLOCK.size + payload
+            out.append((off, m, thread, n, size))
         else:
             assert m == TRAILER_MAGIC
-            size = BLOCK.size + b  # trailer: nkv, kv_bytes
+            size = TRAILER.size + b  # trailer: nkv, kv_bytes
             out.append((off, m, None, None, size))
         off += size
     assert off == len(data)

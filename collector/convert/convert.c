@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include "grainlab_event.h"
 #include "grainlab_spool.h"
+#include "spool_codec.h"
 
 /* The writer shim, linked directly. */
 gl_writer *gl_writer_open(const char *path, int ncounters, const char *const *counter_names,
@@ -229,8 +230,9 @@ int main(int argc, char **argv) {
   if (read_at(&h, sizeof h, 0) < sizeof h || memcmp(h.magic, GL_SPOOL_MAGIC, 8) != 0)
     die(file_size == 0 ? "empty file (the run ended before the collector started)"
                        : "not a grainlab spool (no spool header)");
-  if (h.version != GL_SPOOL_VERSION) die("spool format version %u, expected %u", h.version,
-                                        GL_SPOOL_VERSION);
+  if (h.version != 1 && h.version != GL_SPOOL_VERSION)
+    die("spool format version %u (this converter reads versions 1 to %u)", h.version,
+        GL_SPOOL_VERSION);
   if (h.event_bytes != sizeof(gl_event_t))
     die("events of %u bytes, this converter reads %zu", h.event_bytes, sizeof(gl_event_t));
   if (h.ncounters > GL_MAX_COUNTERS) die("%u counters (at most %d)", h.ncounters,
@@ -276,16 +278,19 @@ int main(int argc, char **argv) {
   writer = gl_writer_open(tmp_path, (int)h.ncounters, names, err, sizeof err);
   if (!writer) die("%s", err); /* die() unlinks the temporary file it may have made */
 
-  /* Blocks, and the trailer wherever it is. */
+  /* Blocks, and the trailer wherever it is. Version 1 block headers are
+   * shorter and always raw. */
   size_t row_bytes = sizeof(gl_event_t) + h.ncounters * sizeof(int64_t);
-  char *buf = 0;
-  size_t buf_cap = 0;
+  size_t block_bytes = h.version >= 2 ? sizeof(gl_spool_block) : GL_SPOOL_BLOCK_V1_BYTES;
+  unsigned char *buf = 0, *rows_buf = 0; /* a block's payload; its decoded rows */
+  size_t buf_cap = 0, rows_cap = 0;
+  static gl_codec_state codec;
   uint64_t off = h.header_bytes, rows = 0, groups = 0, lost = 0;
-  uint64_t last_tsc = 0, last_mono = 0;
+  uint64_t last_tsc = 0, last_mono = 0, bad_blocks = 0, first_bad_at = 0;
   static unsigned char seen[65536];
   uint32_t threads_seen = 0;
   int have_trailer = 0;
-  const char *damage = 0;
+  const char *damage = 0, *first_bad = 0; /* why reading stopped; the first block left out */
   kvlist trailer = {0};
   /* The command lines of every image of the run: an exec'd image continues
    * the spool with a header of its own (grainlab_spool.h). */
@@ -296,12 +301,11 @@ int main(int argc, char **argv) {
   images_len = (size_t)snprintf(images, images_cap, "[");
   append_image(&images, &images_len, &images_cap, &meta, 0);
   while (off < file_size) {
-    gl_spool_block b;
-    if (read_at(&b, sizeof b, off) < sizeof b) {
-      damage = "the spool ends inside a block header";
-      break;
-    }
-    if (memcmp(&b, GL_SPOOL_MAGIC, 8) == 0) { /* the header of an exec'd image */
+    unsigned char head[sizeof(gl_spool_block)];
+    size_t got = read_at(head, sizeof head, off);
+    uint32_t magic = 0;
+    if (got >= sizeof magic) memcpy(&magic, head, sizeof magic);
+    if (got >= 8 && memcmp(head, GL_SPOOL_MAGIC, 8) == 0) { /* the header of an exec'd image */
       gl_spool_header h2;
       if (read_at(&h2, sizeof h2, off) < sizeof h2 || h2.header_bytes < sizeof h2 ||
           h2.header_bytes - sizeof h2 > MAX_KV_BYTES || off + h2.header_bytes > file_size) {
@@ -328,9 +332,13 @@ int main(int argc, char **argv) {
       off += h2.header_bytes;
       continue;
     }
-    if (b.magic == GL_SPOOL_TRAILER_MAGIC) {
+    if (magic == GL_SPOOL_TRAILER_MAGIC) {
       gl_spool_trailer t;
-      memcpy(&t, &b, sizeof t);
+      if (got < sizeof t) {
+        damage = "the spool ends inside the trailer";
+        break;
+      }
+      memcpy(&t, head, sizeof t);
       if (t.kv_bytes > MAX_KV_BYTES || off + sizeof t + t.kv_bytes > file_size) {
         damage = "the spool ends inside the trailer";
         break;
@@ -349,13 +357,24 @@ int main(int argc, char **argv) {
       off += sizeof t + t.kv_bytes;
       continue;
     }
+    if (got < block_bytes) {
+      damage = "the spool ends inside a block header";
+      break;
+    }
+    gl_spool_block b;
+    memset(&b, 0, sizeof b);
+    memcpy(&b, head, block_bytes);
+    uint64_t raw_bytes = (uint64_t)b.nevents * row_bytes;
+    if (h.version < 2) b.encoding = GL_SPOOL_RAW, b.payload_bytes = raw_bytes;
     if (b.magic != GL_SPOOL_BLOCK_MAGIC || b.ncounters != h.ncounters ||
-        b.nevents > MAX_BLOCK_EVENTS || b.thread > 65535) {
+        b.nevents > MAX_BLOCK_EVENTS || b.thread > 65535 ||
+        (b.encoding != GL_SPOOL_RAW && b.encoding != GL_SPOOL_COMPACT) ||
+        b.payload_bytes > raw_bytes) {
       damage = "unreadable data where a block should start";
       break;
     }
-    size_t need = (size_t)b.nevents * row_bytes;
-    if (off + sizeof b + need > file_size) {
+    size_t need = (size_t)b.payload_bytes;
+    if (off + block_bytes + need > file_size) {
       lost += b.nevents;
       damage = "the last block is cut short";
       break;
@@ -366,22 +385,61 @@ int main(int argc, char **argv) {
       buf = malloc(buf_cap);
       if (!buf) die("out of memory for a block of %u events", b.nevents);
     }
-    if (read_at(buf, need, off + sizeof b) < need) {
+    if (read_at(buf, need, off + block_bytes) < need) {
       lost += b.nevents;
       damage = "the last block is cut short";
       break;
     }
-    const gl_event_t *ev = (const gl_event_t *)buf;
+    const unsigned char *rows_at = buf;
+    const char *bad = 0;
+    if (b.encoding == GL_SPOOL_RAW) {
+      if (need != raw_bytes) bad = "a raw block of the wrong size";
+    } else if (gl_codec_check(&b, buf, need) != b.check) {
+      bad = "a block fails its check (damaged on disk?)";
+    } else {
+      if (!rows_buf || raw_bytes > rows_cap) {
+        free(rows_buf);
+        rows_cap = raw_bytes ? (size_t)raw_bytes : 1;
+        rows_buf = malloc(rows_cap);
+        if (!rows_buf) die("out of memory for a block of %u events", b.nevents);
+      }
+      gl_event_t *ev = (gl_event_t *)rows_buf;
+      int64_t *ctr = (int64_t *)(rows_buf + (size_t)b.nevents * sizeof(gl_event_t));
+      const char *why = 0;
+      if (gl_codec_decode(&codec, buf, need, b.nevents, h.ncounters, ev, ctr, &why) != 0)
+        bad = why;
+      rows_at = rows_buf;
+    }
+    if (bad) {
+      /* Left out, its rows counted as lost; reading goes on if the next
+       * record starts where this block says it ends, else stops here. */
+      lost += b.nevents;
+      uint64_t next = off + block_bytes + need;
+      unsigned char peek[8];
+      uint32_t m = 0;
+      size_t pg = read_at(peek, sizeof peek, next);
+      if (pg >= 4) memcpy(&m, peek, 4);
+      if (next == file_size || m == GL_SPOOL_BLOCK_MAGIC || m == GL_SPOOL_TRAILER_MAGIC ||
+          (pg == 8 && memcmp(peek, GL_SPOOL_MAGIC, 8) == 0)) {
+        if (!bad_blocks++) first_bad = bad, first_bad_at = off;
+        off = next;
+        continue;
+      }
+      damage = bad;
+      break;
+    }
+    const gl_event_t *ev = (const gl_event_t *)rows_at;
     const int64_t *ctr =
-        h.ncounters ? (const int64_t *)(buf + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
+        h.ncounters ? (const int64_t *)(rows_at + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
     if (b.nevents && gl_writer_write(writer, b.thread, ev, ctr, b.nevents, err, sizeof err) != 0)
       die("%s", err);
     rows += b.nevents;
     groups += b.nevents > 0;
     if (!seen[b.thread]) seen[b.thread] = 1, threads_seen++;
     if (b.monotonic_ns > last_mono) last_tsc = b.tsc, last_mono = b.monotonic_ns;
-    off += sizeof b + need;
+    off += block_bytes + need;
   }
+  free(rows_buf);
   free(buf);
 
   if (segments > 1) {
@@ -416,10 +474,19 @@ int main(int argc, char **argv) {
   uint64_t dropped = dropped_text ? strtoull(dropped_text, 0, 10) : 0;
   snprintf(text, sizeof text, "%" PRIu64, dropped + lost);
   kv_set(&meta, "grainlab.dropped_events", text);
-  if (damage) {
+  if (damage || bad_blocks) {
     snprintf(text, sizeof text, "%" PRIu64, lost);
     kv_set(&meta, "grainlab.lost_events", text);
-    snprintf(text, sizeof text, "%s at byte %" PRIu64 " of %" PRIu64, damage, off, file_size);
+    size_t used = 0;
+    text[0] = '\0';
+    if (damage)
+      used = (size_t)snprintf(text, sizeof text, "%s at byte %" PRIu64 " of %" PRIu64, damage,
+                              off, file_size);
+    if (bad_blocks && used < sizeof text)
+      snprintf(text + used, sizeof text - used,
+               "%s%" PRIu64 " damaged block%s left out (the first at byte %" PRIu64 " of %" PRIu64
+               ": %s)", damage ? "; " : "", bad_blocks, bad_blocks == 1 ? "" : "s",
+               first_bad_at, file_size, first_bad);
     kv_set(&meta, "grainlab.spool_damage", text);
     kv_set(&meta, "grainlab.complete", "false");
   }

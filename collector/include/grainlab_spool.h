@@ -2,22 +2,34 @@
  * application runs, and what grainlab-convert turns into the Parquet trace.
  *
  * The collector never encodes Parquet inside the application: a full
- * per-thread buffer is appended raw, as one block, with a single writev() on
- * an O_APPEND descriptor (Linux serialises appends to a regular file, so
- * blocks of different threads never interleave and need no lock of ours).
+ * per-thread buffer is appended as one block, with a single writev() on an
+ * O_APPEND descriptor (Linux serialises appends to a regular file, so blocks
+ * of different threads never interleave and need no lock of ours). The
+ * block's rows are encoded compactly first (GL_SPOOL_COMPACT, ~5 bytes a row
+ * instead of 56: spool_codec.c) by the thread that writes it — the writer
+ * thread, or the flushing thread itself, never the recording hot path — or
+ * kept raw (GL_SPOOL_RAW: in signal handlers, with
+ * GRAINLAB_SPOOL_ENCODING=raw, or when encoding would not halve the block).
  * The converter reads the spool one block at a time. docs/trace-format.md
- * ("The spool") describes the life cycle; this file is the byte layout.
+ * ("The spool", "Compact blocks") describes the life cycle and the encoding;
+ * this file is the byte layout.
  *
  * Layout (all integers little-endian, as the machine writes them):
  *
  *   file header   gl_spool_header, then `nkv` key/value records
- *   blocks        gl_spool_block, then n gl_event_t, then n*ncounters int64
+ *   blocks        gl_spool_block, then `payload_bytes` bytes:
+ *                   raw      n gl_event_t, then n*ncounters int64
+ *                   compact  the encoded rows (spool_codec.c)
  *   trailer       gl_spool_trailer, then `nkv` key/value records
  *
  * A key/value record is uint32 key length, uint32 value length, the key
  * bytes, the value bytes (no terminators). Blocks may follow the trailer
  * (rows a thread was finishing while the run ended): the converter reads to
- * the end of the file. A run killed by SIGKILL leaves no trailer. */
+ * the end of the file. A run killed by SIGKILL leaves no trailer.
+ *
+ * Version 1 (before compact blocks) had 32-byte block headers (the first
+ * four words of gl_spool_block) always followed by raw rows; the converter
+ * still reads it. */
 #ifndef GRAINLAB_SPOOL_H
 #define GRAINLAB_SPOOL_H
 #include <stdint.h>
@@ -28,7 +40,7 @@ extern "C" {
 #endif
 
 #define GL_SPOOL_MAGIC "GLSPOOL\n" /* 8 bytes, first in the file */
-#define GL_SPOOL_VERSION 1
+#define GL_SPOOL_VERSION 2
 #define GL_SPOOL_BLOCK_MAGIC 0x4b4c4247u   /* "GBLK" */
 #define GL_SPOOL_TRAILER_MAGIC 0x52544c47u /* "GLTR" */
 
@@ -59,6 +71,10 @@ typedef struct gl_spool_header {
   uint64_t start_realtime_ns;  /* CLOCK_REALTIME at the same moment */
 } gl_spool_header;
 
+/* Block payload encodings (gl_spool_block.encoding). */
+#define GL_SPOOL_RAW 0
+#define GL_SPOOL_COMPACT 1
+
 /* One flushed buffer: every row belongs to `thread`. (tsc, monotonic_ns) is
  * a clock pair read when the block was written, so the tick rate can be
  * computed even when the run ends without a trailer. */
@@ -67,9 +83,16 @@ typedef struct gl_spool_block {
   uint32_t thread;
   uint32_t nevents;
   uint32_t ncounters;
-  uint64_t tsc;          /* ticks since the collector started */
-  uint64_t monotonic_ns; /* CLOCK_MONOTONIC read just before tsc */
+  uint64_t tsc;           /* ticks since the collector started */
+  uint64_t monotonic_ns;  /* CLOCK_MONOTONIC read just before tsc */
+  /* --- version 2 from here (a version-1 header ends above) --- */
+  uint32_t encoding;      /* GL_SPOOL_RAW or GL_SPOOL_COMPACT */
+  uint32_t check;         /* compact: gl_codec_check() of this header (with check
+                           * 0) and the payload; raw: 0, not checked */
+  uint64_t payload_bytes; /* bytes that follow; raw: nevents * (sizeof(gl_event_t)
+                           * + 8 * ncounters) */
 } gl_spool_block;
+#define GL_SPOOL_BLOCK_V1_BYTES 32
 
 /* The end of the run: key/value records with grainlab.complete, end_reason,
  * threads, dropped_events and (not from a signal handler) a fresh loadmap.

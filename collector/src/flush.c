@@ -1,7 +1,8 @@
-/* flush.c — append a full per-thread buffer to the spool (spool.c): one
- * writev() of raw rows, no encoding, no lock. The flush is recorded as
- * FLUSH_BEGIN (the buffer's last row) and FLUSH_END (the next buffer's first)
- * so analysis can discount it. */
+/* flush.c — a full per-thread buffer goes to the spool (spool.c): handed to
+ * the writer thread (writer.c), or with no writer thread encoded and appended
+ * here, with one writev() and no lock. The flush is recorded as FLUSH_BEGIN
+ * (the buffer's last row) and FLUSH_END (the next buffer's first) so analysis
+ * can discount it. */
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>

@@ -13,8 +13,9 @@
  *
  * Ending = append every thread's buffer to the spool, append the trailer,
  * start grainlab-convert (spool.c). All of it is async-signal-safe: the
- * signal path differs only in reusing the start-up load map (the dynamic
- * loader's lock may be held) and printing fixed strings. */
+ * signal path differs only in writing its blocks raw (no encoding scratch to
+ * allocate), reusing the start-up load map (the dynamic loader's lock may be
+ * held) and printing fixed strings. */
 
 #include <omp-tools.h>
 #include <pthread.h>
@@ -185,6 +186,8 @@ void gl_finish(int complete, const char *end_reason, int from_signal) {
     return;
   }
   if (__atomic_exchange_n(&finish_started, 1, __ATOMIC_ACQ_REL)) return;
+  /* A handler neither allocates nor encodes: what it writes is written raw. */
+  if (from_signal) gl_spool_raw_only();
   __atomic_store_n(&gl_recording, 0, __ATOMIC_SEQ_CST); /* callbacks record nothing more */
   wait_for_flushes();
   gl_writer_stop(); /* what the writer thread holds goes first, in order */

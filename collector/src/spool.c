@@ -31,9 +31,11 @@
 #include <unistd.h>
 #include "clock.h"
 #include "grainlab_spool.h"
+#include "spool_codec.h"
 
 extern int gl_quiet;     /* tool.c: GRAINLAB_QUIET */
 extern int gl_ncounters; /* thread_state.c */
+extern uint32_t gl_buffer_events;
 
 extern char **environ;
 
@@ -52,8 +54,17 @@ static uint64_t blocks, events, dropped;
 /* Kept free in the reservation for the end record (trailer with a load map of
  * a few KiB): a full disk never costs the run its ending. */
 #define GL_TRAILER_RESERVE (256ull << 10)
+/* And room for the trace: the converter writes it beside the spool, so a
+ * full disk must leave it room. Kept free in the reservation while recording
+ * and handed back after the end record (release_room): 3/4 of the compact
+ * blocks' bytes (fib's trace is ~0.45 of its compact spool with the default
+ * buffer), 1/8 of raw blocks' (~0.04). Tiny buffers make traces larger than
+ * that (a row group costs ~2.5 KiB): the converter may then not fit, and
+ * says where the spool is kept. */
+#define GL_TRACE_ROOM(bytes, compact) ((compact) ? (bytes) / 4 * 3 : (bytes) / 8)
 static uint64_t spool_bytes;   /* bytes appended so far (approximately the size) */
 static uint64_t claimed;       /* bytes promised to blocks (>= appended) */
+static uint64_t trace_room;    /* kept free for the trace */
 static uint64_t reserved_end;  /* space reserved up to here */
 static int prealloc_off;       /* the file system cannot: stop trying */
 static int disk_full;          /* no room for the next block: recording stopped */
@@ -301,20 +312,23 @@ static int earlier_image_of_this_process(int fd) {
       uint64_t start = header_number(kv, kvlen, h.nkv, "grainlab.spool.process_start");
       uint64_t origin = header_number(kv, kvlen, h.nkv, "grainlab.spool.clock_origin");
       free(kv);
-      if (pid != me || !born || start != born || h.ncounters != (uint32_t)gl_ncounters) return 0;
+      if (pid != me || !born || start != born || h.ncounters != (uint32_t)gl_ncounters ||
+          h.version != GL_SPOOL_VERSION)
+        return 0;
       if (segments++ == 0)
         first_origin = origin, first_mono = h.start_monotonic_ns, first_real = h.start_realtime_ns;
       off += h.header_bytes;
       continue;
     }
-    gl_spool_block b;
-    if (!segments || size - off < sizeof b ||
-        pread(fd, &b, sizeof b, (off_t)off) != (ssize_t)sizeof b)
+    uint32_t magic;
+    if (!segments || size - off < sizeof magic ||
+        pread(fd, &magic, sizeof magic, (off_t)off) != (ssize_t)sizeof magic)
       return 0;
-    if (b.magic == GL_SPOOL_TRAILER_MAGIC) {
+    if (magic == GL_SPOOL_TRAILER_MAGIC) {
       /* an end record: only an image's "exec" one lets the run go on */
       gl_spool_trailer tr;
-      memcpy(&tr, &b, sizeof tr);
+      if (size - off < sizeof tr || pread(fd, &tr, sizeof tr, (off_t)off) != (ssize_t)sizeof tr)
+        return 0;
       if (tr.kv_bytes > (1u << 24) || sizeof tr + (uint64_t)tr.kv_bytes > size - off) return 0;
       char *kv = malloc(tr.kv_bytes ? tr.kv_bytes : 1);
       if (!kv || pread(fd, kv, tr.kv_bytes, (off_t)(off + sizeof tr)) != (ssize_t)tr.kv_bytes) {
@@ -329,10 +343,13 @@ static int earlier_image_of_this_process(int fd) {
       off += sizeof tr + tr.kv_bytes;
       continue;
     }
-    if (b.magic != GL_SPOOL_BLOCK_MAGIC) return 0; /* damage */
+    gl_spool_block b;
+    if (magic != GL_SPOOL_BLOCK_MAGIC || size - off < sizeof b ||
+        pread(fd, &b, sizeof b, (off_t)off) != (ssize_t)sizeof b)
+      return 0; /* damage */
     prior_events += b.nevents;
-    uint64_t bytes = sizeof b + (uint64_t)b.nevents * (sizeof(gl_event_t) + 8ull * b.ncounters);
-    if (bytes > size - off) return 0;
+    uint64_t bytes = sizeof b + b.payload_bytes;
+    if (b.payload_bytes > size - off - sizeof b) return 0;
     if (b.thread > max_thread) max_thread = b.thread;
     any_block = 1;
     off += bytes;
@@ -431,8 +448,10 @@ int gl_spool_open(const char *output_path) {
   if (continuing) {
     /* exec'd: the earlier images' events stay; ours follow a header of ours */
     struct stat now;
-    if (fstat(spool_fd, &now) == 0)
+    if (fstat(spool_fd, &now) == 0) {
       spool_bytes = claimed = reserved_end = (uint64_t)now.st_size;
+      trace_room = GL_TRACE_ROOM(spool_bytes, 1); /* the earlier images' rows too */
+    }
     return 1;
   }
   if (ftruncate(spool_fd, 0) != 0) return fail_open(strerror(errno));
@@ -508,16 +527,18 @@ static size_t kv_iovecs(struct iovec *iov, uint32_t *lens, size_t nkv,
   return k;
 }
 
-/* Room for `bytes` more, with GL_TRAILER_RESERVE kept free, in space the
- * file system has already given us (fallocate, KEEP_SIZE). Lock-free while
- * the reservation lasts; past it, one thread at a time reserves the next
- * GL_PREALLOC_BYTES, or as little as this block needs when the disk has no
- * more. Returns 0 when even that fails: the disk is full. A file system
- * without fallocate gets no reservation (writes then fail as they come). */
-static int claim(uint64_t bytes) {
+/* Room for `bytes` more, with GL_TRAILER_RESERVE and `room` more for the
+ * trace kept free, in space the file system has already given us (fallocate,
+ * KEEP_SIZE). Lock-free while the reservation lasts; past it, one thread at a
+ * time reserves the next GL_PREALLOC_BYTES, or as little as this block needs
+ * when the disk has no more. Returns 0 when even that fails: the disk is full.
+ * A file system without fallocate gets no reservation (writes then fail as
+ * they come). */
+static int claim(uint64_t bytes, uint64_t room) {
   if (__atomic_load_n(&prealloc_off, __ATOMIC_RELAXED)) return 1;
-  uint64_t upto = __atomic_add_fetch(&claimed, bytes, __ATOMIC_RELAXED) + GL_TRAILER_RESERVE;
-  if (upto <= __atomic_load_n(&reserved_end, __ATOMIC_ACQUIRE)) return 1;
+  uint64_t upto = __atomic_add_fetch(&claimed, bytes, __ATOMIC_SEQ_CST) + GL_TRAILER_RESERVE +
+                  __atomic_add_fetch(&trace_room, room, __ATOMIC_RELAXED);
+  if (upto <= __atomic_load_n(&reserved_end, __ATOMIC_SEQ_CST)) return 1;
   pthread_mutex_lock(&reserve_lock);
   uint64_t end = __atomic_load_n(&reserved_end, __ATOMIC_RELAXED);
   while (upto > end && !__atomic_load_n(&disk_full, __ATOMIC_RELAXED) &&
@@ -527,7 +548,7 @@ static int claim(uint64_t bytes) {
         (errno == ENOSPC && grow > need &&
          fallocate(spool_fd, FALLOC_FL_KEEP_SIZE, (off_t)end, (off_t)(grow = need)) == 0)) {
       end += grow;
-      __atomic_store_n(&reserved_end, end, __ATOMIC_RELEASE);
+      __atomic_store_n(&reserved_end, end, __ATOMIC_SEQ_CST);
     } else if (errno == ENOSPC || errno == EDQUOT) {
       __atomic_store_n(&disk_full, 1, __ATOMIC_RELAXED);
     } else {
@@ -536,8 +557,34 @@ static int claim(uint64_t bytes) {
   }
   int ok = upto <= end || __atomic_load_n(&prealloc_off, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&reserve_lock);
-  if (!ok) __atomic_sub_fetch(&claimed, bytes, __ATOMIC_RELAXED);
+  if (!ok) {
+    __atomic_sub_fetch(&claimed, bytes, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&trace_room, room, __ATOMIC_RELAXED);
+  }
   return ok;
+}
+
+/* After the end record: give the trace's room (and what the reservation
+ * holds beyond it) back to the file system for the converter, keeping
+ * GL_TRAILER_RESERVE past every byte promised to a block (a thread may still
+ * be appending one). A block that claims afterwards sees the lowered end and
+ * reserves anew. Best effort: skipped if the lock is busy (a signal handler
+ * must not wait for it). */
+static void release_room(void) {
+  if (__atomic_load_n(&prealloc_off, __ATOMIC_RELAXED) ||
+      pthread_mutex_trylock(&reserve_lock) != 0)
+    return;
+  uint64_t end = __atomic_load_n(&reserved_end, __ATOMIC_RELAXED);
+  __atomic_store_n(&reserved_end, 0, __ATOMIC_SEQ_CST); /* claims now take the lock */
+  uint64_t keep = (__atomic_load_n(&claimed, __ATOMIC_SEQ_CST) + GL_TRAILER_RESERVE + 4095) &
+                  ~4095ull;
+  if (end > keep &&
+      fallocate(spool_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep,
+                (off_t)(end - keep)) == 0)
+    end = keep;
+  __atomic_store_n(&trace_room, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&reserved_end, end, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&reserve_lock);
 }
 
 /* writev everything or fail (a short write leaves a block the converter
@@ -551,11 +598,58 @@ static int write_all(const struct iovec *iov, int n, size_t total) {
   return w == (ssize_t)total ? 0 : -1;
 }
 
+/* ------------------------------------------------------------ encoding
+
+ * Blocks are encoded compactly (spool_codec.c) by whichever thread appends
+ * them: the writer thread, or an application thread writing its own buffer
+ * (GRAINLAB_WRITER=0, a full pool, the end of the run). Each such thread gets
+ * one scratch area on its first block, kept for the run: half the raw size of
+ * a full buffer. A block whose encoding does not fit there is written raw, as
+ * is every block once a signal handler is ending the run (raw_only: no
+ * allocation there, and the handler may have interrupted its own thread's
+ * encoding). GRAINLAB_SPOOL_ENCODING=raw writes every block raw. */
+typedef struct gl_scratch {
+  gl_codec_state state;
+  size_t cap;
+  uint8_t out[];
+} gl_scratch;
+
+static int compact = 1; /* GRAINLAB_SPOOL_ENCODING */
+static int raw_only;    /* atomic */
+static __thread gl_scratch *my_scratch __attribute__((tls_model("initial-exec")));
+static __thread int my_scratch_failed __attribute__((tls_model("initial-exec")));
+
+static void configure_encoding(void) {
+  const char *e = getenv("GRAINLAB_SPOOL_ENCODING");
+  if (e && strcmp(e, "raw") == 0) compact = 0;
+  else if (e && *e && strcmp(e, "compact") != 0)
+    fprintf(stderr, "grainlab: GRAINLAB_SPOOL_ENCODING=%s is not raw or compact; "
+                    "writing compact blocks\n", e);
+}
+
+void gl_spool_raw_only(void) { __atomic_store_n(&raw_only, 1, __ATOMIC_SEQ_CST); }
+
+static gl_scratch *scratch(void) {
+  gl_scratch *s = my_scratch;
+  if (__builtin_expect(s != 0, 1) || my_scratch_failed) return s;
+  size_t rows = (size_t)gl_buffer_events + 1;
+  size_t cap = rows * (sizeof(gl_event_t) + (size_t)ncounters * sizeof(int64_t)) / 2 +
+               GL_CODEC_MAX_ROW(ncounters);
+  s = malloc(sizeof *s + cap);
+  if (!s) {
+    my_scratch_failed = 1; /* raw blocks from this thread */
+    return 0;
+  }
+  s->cap = cap;
+  return my_scratch = s;
+}
+
 #define GL_MAX_KV 24
 
 int gl_spool_write_header(int nc, const char *const *counter_names, size_t nkv,
                           const char *const *keys, const char *const *values) {
   ncounters = (uint32_t)nc;
+  configure_encoding();
   char names[GL_MAX_COUNTERS * 72] = "";
   size_t used = 0;
   for (int c = 0; c < nc; c++)
@@ -586,7 +680,7 @@ int gl_spool_write_header(int nc, const char *const *counter_names, size_t nkv,
   size_t n = kv_iovecs(iov + 1, lens, nkv, k, v, &kvbytes);
   h.header_bytes = (uint32_t)(sizeof h + kvbytes);
   iov[0] = (struct iovec){&h, sizeof h};
-  if (!claim(h.header_bytes)) errno = ENOSPC; /* not even room to start */
+  if (!claim(h.header_bytes, 0)) errno = ENOSPC; /* not even room to start */
   if (__atomic_load_n(&disk_full, __ATOMIC_RELAXED) ||
       write_all(iov, (int)n + 1, h.header_bytes) != 0) {
     fprintf(stderr, "grainlab: cannot write trace to %s: writing %s: %s\n", out_path,
@@ -610,14 +704,28 @@ void gl_spool_append_block(uint32_t thread, const gl_event_t *ev, const int64_t 
     __atomic_fetch_add(&dropped, n, __ATOMIC_RELAXED);
     return;
   }
-  gl_spool_block b = {GL_SPOOL_BLOCK_MAGIC, thread, n, ncounters, 0, 0};
+  gl_spool_block b = {.magic = GL_SPOOL_BLOCK_MAGIC, .thread = thread, .nevents = n,
+                      .ncounters = ncounters, .encoding = GL_SPOOL_RAW};
   b.monotonic_ns = monotonic_ns();
   b.tsc = gl_clock_now();
   size_t ev_bytes = (size_t)n * sizeof *ev;
   size_t ctr_bytes = (size_t)n * ncounters * sizeof *ctr;
   struct iovec iov[3] = {{&b, sizeof b}, {(void *)ev, ev_bytes}, {(void *)ctr, ctr_bytes}};
   int parts = ctr_bytes ? 3 : 2;
-  if (!claim(sizeof b + ev_bytes + ctr_bytes)) {
+  b.payload_bytes = ev_bytes + ctr_bytes;
+  gl_scratch *s;
+  if (compact && !__atomic_load_n(&raw_only, __ATOMIC_SEQ_CST) && (s = scratch()) != 0) {
+    size_t len = gl_codec_encode(&s->state, ev, ctr, n, ncounters, s->out, s->cap);
+    if (len < b.payload_bytes) { /* (size_t)-1: did not fit */
+      b.encoding = GL_SPOOL_COMPACT;
+      b.payload_bytes = len;
+      b.check = gl_codec_check(&b, s->out, len);
+      iov[1] = (struct iovec){s->out, len};
+      parts = 2;
+    }
+  }
+  size_t total = sizeof b + (size_t)b.payload_bytes;
+  if (!claim(total, GL_TRACE_ROOM(total, b.encoding == GL_SPOOL_COMPACT))) {
     /* The disk is full: stop recording, keep what is written, count the rest. */
     __atomic_fetch_add(&dropped, n, __ATOMIC_RELAXED);
     if (!__atomic_exchange_n(&broken, 1, __ATOMIC_RELAXED) && !gl_quiet)
@@ -625,7 +733,7 @@ void gl_spool_append_block(uint32_t thread, const gl_event_t *ev, const int64_t 
                                             "what was recorded until then");
     return;
   }
-  if (write_all(iov, parts, sizeof b + ev_bytes + ctr_bytes) != 0) {
+  if (write_all(iov, parts, total) != 0) {
     int err = errno ? errno : EIO;
     __atomic_fetch_add(&dropped, n, __ATOMIC_RELAXED);
     if (!__atomic_exchange_n(&broken, 1, __ATOMIC_RELAXED))
@@ -648,7 +756,9 @@ int gl_spool_write_trailer(size_t nkv, const char *const *keys, const char *cons
   t.monotonic_ns = monotonic_ns();
   t.tsc = gl_clock_now();
   iov[0] = (struct iovec){&t, sizeof t};
-  return write_all(iov, (int)n + 1, sizeof t + kvbytes);
+  int rc = write_all(iov, (int)n + 1, sizeof t + kvbytes);
+  release_room();
+  return rc;
 }
 
 /* ------------------------------------------------------------ the end */

@@ -2,9 +2,10 @@
  * and lock it at start-up, append blocks while the application runs, close
  * it with a trailer, and start grainlab-convert to turn it into Parquet.
  *
- * gl_spool_append_block, gl_spool_write_trailer and gl_spool_start_converter
- * are async-signal-safe (writev, clock_gettime, posix_spawn prepared
- * beforehand): the signal handlers of shutdown.c call them. */
+ * gl_spool_append_block (after gl_spool_raw_only), gl_spool_write_trailer and
+ * gl_spool_start_converter are async-signal-safe (writev, clock_gettime,
+ * posix_spawn prepared beforehand): the signal handlers of shutdown.c call
+ * them. */
 #ifndef GRAINLAB_SPOOL_WRITER_H
 #define GRAINLAB_SPOOL_WRITER_H
 #include <stddef.h>
@@ -24,10 +25,16 @@ int gl_spool_write_header(int ncounters, const char *const *counter_names, size_
                           const char *const *keys, const char *const *values);
 
 /* Append n rows of `thread` (and n*ncounters counter values) as one block
- * with one writev(). Counts the block, or on failure the rows as dropped
- * (reason printed once). Async-signal-safe. */
+ * with one writev(), encoded compactly first (GRAINLAB_SPOOL_ENCODING, the
+ * calling thread's scratch area: allocated on its first block) unless
+ * gl_spool_raw_only() was called. Counts the block, or on failure the rows as
+ * dropped (reason printed once). Async-signal-safe after gl_spool_raw_only(). */
 void gl_spool_append_block(uint32_t thread, const gl_event_t *events,
                            const int64_t *counters, uint32_t n);
+
+/* From now on every block is written raw (a signal handler ends the run: no
+ * allocation, no encoding there). */
+void gl_spool_raw_only(void);
 
 /* Append the trailer. Async-signal-safe. Returns 0 on success. */
 int gl_spool_write_trailer(size_t nkv, const char *const *keys, const char *const *values);

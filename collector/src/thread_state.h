@@ -1,8 +1,10 @@
 /* thread_state.h — per-thread event buffers and the hot-path recording
  * primitive. Each OpenMP thread owns one gl_thread: a fixed array of events
- * (plus a parallel array of counter values), written without locks. A full
- * buffer is appended to the spool by its own thread (flush.c). All thread states are kept
- * in a registry so the end of the run (finalize, exit, signal) reaches them. */
+ * (plus a parallel array of counter values), written without locks and
+ * never encoded here: a full buffer is handed to the writer thread, which
+ * encodes and appends it to the spool (flush.c, writer.c). All thread states
+ * are kept in a registry so the end of the run (finalize, exit, signal)
+ * reaches them. */
 #ifndef GRAINLAB_THREAD_STATE_H
 #define GRAINLAB_THREAD_STATE_H
 

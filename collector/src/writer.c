@@ -1,9 +1,9 @@
 /* writer.c — the writer thread: the application never waits for I/O.
  *
  * A thread whose buffer fills hands it over (flush.c) and goes on filling
- * another buffer of its pool (GL_POOL per thread); this thread appends the
- * handed-over buffers to the spool, each thread's in the order they were
- * handed over. An application thread waits only when every buffer of its
+ * another buffer of its pool (GL_POOL per thread); this thread encodes the
+ * handed-over buffers (compact spool blocks, spool_codec.c) and appends them
+ * to the spool, each thread's in the order they were handed over. An application thread waits only when every buffer of its
  * pool is still queued or being written — the FLUSH_BEGIN .. FLUSH_END rows
  * around the hand-over then record that stall, and the analysis discounts it.
  *

@@ -6,10 +6,10 @@ path, program, OpenMP runtime, counter names), so mistakes cost one line, not
 a wasted run. stdin/stdout/stderr go straight to the program; the exit code is
 the program's (128+N if it died of signal N).
 
-The collector spools raw events to TRACE.spool and converts them to Parquet
-after the program ends (docs/trace-format.md, "The spool"); record returns
-once the trace is ready, converting the spool itself if the program was
-killed before it could.
+The collector spools events (compactly encoded) to TRACE.spool and converts
+them to Parquet after the program ends (docs/trace-format.md, "The spool");
+record returns once the trace is ready, converting the spool itself if the
+program was killed before it could.
 """
 from __future__ import annotations
 
