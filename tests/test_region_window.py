@@ -74,8 +74,10 @@ def test_the_kernel_region_shows_its_own_parallelism(setup_kernel):
     assert s["grains"] == s["tasks"] == TASKS
     # the span is the longest task (plus creating them): independent tasks. A
     # busy machine stretches tasks' wall time, so bounds are relative to them.
+    # (creating them stretches too: the allowance scales with the longest task;
+    # the span of serialised tasks would be TASKS x longest)
     longest = kernel.grains["work"].max()
-    assert TASK_MS * MS * 0.95 <= longest <= s["span_ns"] <= longest + TASK_MS * MS / 4
+    assert TASK_MS * MS * 0.95 <= longest <= s["span_ns"] <= longest * 1.25
     assert s["parallelism"] >= 0.8 * s["grain_work_ns"] / longest
     assert s["parallelism"] > 4 * w["parallelism"]
     assert s["selection"]["regions"] == [2]
