@@ -41,8 +41,9 @@ def make_nodes(slots, credit, orows, owners) -> Nodes:
     c["grain"][slot_node] = slots.grain
 
     def chain_column(values, fill, dtype):
-        col = np.full(N, fill, dtype)
+        col = np.empty(N, dtype)      # written once: own nodes, then the shared ones
         col[:M] = values
+        col[M:] = fill
         return col
     c["owner"] = chain_column(slots.owner[chain], -1, np.int64)
     c["owner_seq"] = chain_column(slots.seq[chain], -1, np.int64)
