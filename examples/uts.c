@@ -48,7 +48,11 @@ static long count_seq(unsigned long h, int depth, int spine, int *maxd) {
 static long count_par(unsigned long h, int depth, int spine) {
   long n = 1;
   int k = children(h, depth, spine);
-  long sub[k > 0 ? k : 1];
+  /* per-child counts: on the stack for a few children; a wide node's on the
+   * heap (a deep spine of wide nodes would overflow a thread's stack) */
+  long local[64];
+  long *sub = k <= 64 ? local : malloc((size_t)k * sizeof *sub);
+  if (!sub) abort();
   for (int c = 0; c < k; c++) {
     unsigned long hc = mix(h ^ (unsigned long)(c + 1) * 0x9E3779B97F4A7C15ul);
     int sc = deep && spine && c == 0 && depth < size - 1;
@@ -61,6 +65,7 @@ static long count_par(unsigned long h, int depth, int spine) {
   }
 #pragma omp taskwait
   for (int c = 0; c < k; c++) n += sub[c];
+  if (sub != local) free(sub);
   return n;
 }
 
@@ -71,7 +76,7 @@ int main(int argc, char **argv) {
   }
   deep = strcmp(argv[1], "deep") == 0;
   size = (int)arg_long(argc, argv, 2, deep ? 1000 : 7, 1, 1000000, usage);
-  width = (int)arg_long(argc, argv, 3, deep ? 4 : 3, 0, 1000, usage);
+  width = (int)arg_long(argc, argv, 3, deep ? 4 : 3, 0, 100000, usage);
   cutoff = arg_long(argc, argv, 4, 1L << 40, 0, 1L << 40, usage);
   unsigned long root = mix(1);
   long nodes = 0;
