@@ -75,6 +75,19 @@ static void define(gl_codec_sym *y, uint8_t event, uint8_t flags, uint32_t kind,
   y->codeptr = codeptr;
 }
 
+/* After a row: what the next row of its symbol, and the next row, are
+ * predicted from (the encoder and the decoder keep the same state). */
+static inline void remember(gl_codec_state *st, gl_codec_sym *y, const gl_event_t *e,
+                            uint32_t nulls) {
+  y->task = e->task;
+  y->other = e->other;
+  y->value = e->value;
+  y->count = e->count;
+  y->nulls = (uint8_t)nulls;
+  st->last_tsc = e->tsc;
+  st->last_cpu = e->cpu;
+}
+
 size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *ctr,
                        uint32_t n, uint32_t nc, uint8_t *out, size_t cap) {
   reset(st);
@@ -134,13 +147,7 @@ size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *
       p = put(p, zigzag((uint64_t)c[k] - (uint64_t)st->last_ctr[k]));
       st->last_ctr[k] = c[k];
     }
-    y->task = e->task;
-    y->other = e->other;
-    y->value = e->value;
-    y->count = e->count;
-    y->nulls = (uint8_t)nulls;
-    st->last_tsc = e->tsc;
-    st->last_cpu = e->cpu;
+    remember(st, y, e, nulls);
   }
   return (size_t)(p - out);
 }
@@ -235,13 +242,7 @@ int gl_codec_decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t 
       }
     }
     if (r.bad) break;
-    y->task = e->task;
-    y->other = e->other;
-    y->value = e->value;
-    y->count = e->count;
-    y->nulls = (uint8_t)nulls;
-    st->last_tsc = e->tsc;
-    st->last_cpu = e->cpu;
+    remember(st, y, e, nulls);
   }
   if (r.bad) {
     *why = "a row runs past the end of the block, or a number is malformed";

@@ -60,7 +60,7 @@ def select(g: GrainGraph, *, region_contexts=None, window=None) -> GrainGraph:
 def entity_member(g: GrainGraph, chosen: np.ndarray) -> np.ndarray:
     """Per entity id (grain or context): is it one of `chosen` or a
     descendant of one (through `parent`)? Pointer jumping, bounded."""
-    from .columns import max_rounds as _max_rounds, cycle_error as _cycle
+    from .columns import inherit
     parent = np.concatenate([g.grains["parent"].to_numpy(np.int64),
                              g.contexts["parent"].to_numpy(np.int64)])
     n = len(parent)
@@ -68,17 +68,7 @@ def entity_member(g: GrainGraph, chosen: np.ndarray) -> np.ndarray:
     value[chosen] = 1
     up = np.where((parent >= 0) & (parent < n), parent, -1)
     up[chosen] = -1
-    for _ in range(_max_rounds(n)):
-        live = np.flatnonzero(up >= 0)
-        if not len(live):
-            return value.astype(bool)
-        p = up[live]
-        done = up[p] < 0
-        value[live[done]] = value[p[done]]
-        nd = live[~done]
-        up[nd] = up[p[~done]]
-        up[live[done]] = -1
-    raise _cycle()
+    return inherit(value, up).astype(bool)
 
 
 def _region_nodes(g: GrainGraph, ctx: np.ndarray) -> np.ndarray:

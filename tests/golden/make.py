@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,7 +84,16 @@ def record(*only):
 
 
 def outputs(name: str, tmp: Path) -> dict[str, str]:
-    """What each command prints / writes for trace `name` (paths made relative)."""
+    """What each command prints / writes for trace `name` (paths made relative).
+    Locations are made without reading the example binaries (binary+offset):
+    the outputs must not depend on a build, its path, or later edits of an
+    example's source."""
+    from unittest import mock
+    with mock.patch("grainlab.symbolize._load_binary", return_value=None):
+        return _outputs(name, tmp)
+
+
+def _outputs(name: str, tmp: Path) -> dict[str, str]:
     trace = TRACES / f"{name}.parquet"
     out = {"analyze.json": run("analyze", "--json", trace)}
     graphml, perfetto = tmp / f"{name}.graphml", tmp / f"{name}.perfetto.json"
@@ -100,7 +110,10 @@ def outputs(name: str, tmp: Path) -> dict[str, str]:
 
 
 def normalise(text: str) -> str:
-    return text.replace(str(ROOT) + "/", "")
+    """Paths relative to the checkout, whichever checkout recorded the trace
+    (its program path) or reads it now (the trace path)."""
+    text = text.replace(str(ROOT) + "/", "")
+    return re.sub(r'/[^"\s<>]*?/(build/examples/|tests/golden/)', r"\1", text)
 
 
 # Exports are large (megabytes of GraphML): expected/ keeps their sha256.
