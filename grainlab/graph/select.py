@@ -57,8 +57,8 @@ def select(g: GrainGraph, *, region_contexts=None, window=None) -> GrainGraph:
     return sub
 
 
-def entity_member(g: GrainGraph, chosen: np.ndarray) -> np.ndarray:
-    """Per entity id (grain or context): is it one of `chosen` or a
+def in_subtree(g: GrainGraph, chosen: np.ndarray) -> np.ndarray:
+    """Per grain or context id: is it one of `chosen` or a
     descendant of one (through `parent`)? Pointer jumping, bounded."""
     from .columns import inherit
     parent = np.concatenate([g.grains["parent"].to_numpy(np.int64),
@@ -73,7 +73,7 @@ def entity_member(g: GrainGraph, chosen: np.ndarray) -> np.ndarray:
 
 def _region_nodes(g: GrainGraph, ctx: np.ndarray) -> np.ndarray:
     nodes, edges = g.nodes, g.edges
-    member = entity_member(g, ctx)
+    member = in_subtree(g, ctx)
     owner = nodes["owner"].to_numpy(np.int64)
     child = nodes["child"].to_numpy(np.int64)
     keep = np.zeros(len(nodes), dtype=bool)
@@ -118,7 +118,7 @@ def _subgraph(g: GrainGraph, keep: np.ndarray, clip, bridge: bool) -> GrainGraph
             nodes["sync_time"] = np.rint(nodes["sync_time"].to_numpy(np.int64) * share
                                          ).astype(np.int64)
 
-    # entities: grains and contexts that own (or are) a kept node
+    # grains and contexts that own (or are) a kept node
     ent = np.concatenate([nodes["grain"].to_numpy(np.int64), nodes["owner"].to_numpy(np.int64)])
     ent = ent[ent >= 0]
     has = np.zeros(G + C, dtype=bool)
