@@ -47,6 +47,21 @@ PROGRAMS = {
     "samename": ("samename", (), 2),
     "exec_chain": ("exec_chain", (50, 2, "execv"), 2),
     "fib_big": ("fib", (19, 12), 2),
+    "nqueens": ("nqueens", (8, 2), 2),
+    "sort": ("sort", (65536, 2048, 2048, 20), 2),
+    "kdcutoff": ("kdcutoff", (16384, 4), 2),
+    "sparselu_single": ("sparselu", ("single", 6, 8), 2),
+    "strassen": ("strassen", (128, 32), 2),
+    "fft": ("fft", (16384, 1024), 2),
+    "floorplan": ("floorplan", (7, 4, 3), 2),
+    "alignment": ("alignment", (8, 30), 2),
+    "sparselu_depend": ("sparselu_depend", (5, 8), 2),
+    "loop_static": ("loop_static", (10000, 2), 2),
+    "twotasks": ("twotasks", (), 2),
+    "twotasks_nolines": ("twotasks_nolines", (), 2),
+    "options": ("options", ("-n", 15, "-c", 5), 2),
+    "deeptree": ("deeptree", (20, 5), 2),
+    "regions_master_t2": ("regions", (2, 4, 5, "master"), 2),
 }
 # compare --json pairs: (name, reference)
 PAIRS = [("fib_t2", "fib_t1"), ("regions_single", "regions_master_t1")]
