@@ -1,6 +1,6 @@
 """Outputs recorded before the graph builder was restructured (issue 10):
-`analyze --json`, `compare --json` and the exports of 37 real traces
-(tests/golden/traces: every example program, at 1, 2 and 4 threads: tasks,
+`analyze --json`, `compare --json` and the exports of 38 real traces
+(tests/golden/traces: every example program that records, at 1, 2 and 4 threads: tasks,
 chunks, taskgroups, dependences, if(0), exec, loops of every schedule) must
 stay exactly the same. tests/golden/make.py recorded them; regenerate
 expected/ only for an intended change of output."""

@@ -62,6 +62,7 @@ PROGRAMS = {
     "options": ("options", ("-n", 15, "-c", 5), 2),
     "deeptree": ("deeptree", (20, 5), 2),
     "regions_master_t2": ("regions", (2, 4, 5, "master"), 2),
+    "setup_kernel": ("setup_kernel", (20, 8, 2, 10), 2),
 }
 # compare --json pairs: (name, reference)
 PAIRS = [("fib_t2", "fib_t1"), ("regions_single", "regions_master_t1")]
