@@ -32,7 +32,8 @@ Phases (one module each; every phase takes and returns small named structures):
   nodes.make_nodes        Nodes   slots -> nodes (team barriers merged)
   edges.make_edges        Edges   continuation, creation, synchronization, dependence
   nodes.join_weights              a join weighs its resume latency
-  tables.make_graph       GrainGraph  public tables, then the critical path
+  tables.make_graph       GrainGraph  public tables; identity strings on a thread
+  critical_path                       the critical path, meanwhile
 Everything is column operations: no Python loop over rows, slots or grains.
 """
 from __future__ import annotations
@@ -62,8 +63,11 @@ def build(trace, creation_quantile: float = 0.10) -> GrainGraph:
     del credit
     edges = make_edges(orows, owners, slots, nodes)
     join_weights(nodes.columns, edges.src, edges.dst)
-    g = make_graph(trace, orows, owners, chunks, slots, nodes, edges, creation_quantile)
+    g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
+                             creation_quantile)
     # drop the builder's scratch (rows, slots) before the critical path's own peak
     del orows, rows, row_owner, other_owner, slots, nodes, edges
-    annotate_critical_path(g)
+    annotate_critical_path(g)         # while the identity strings are made
+    if identity is not None:
+        identity.attach(g)
     return g

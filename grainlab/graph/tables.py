@@ -54,21 +54,44 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
                                              per_grain, waiter, n_waited)
     contexts = _context_table(owners, edges, public, per_grain, len(grains))
     # identity strings: a column only while every one is short or few
-    # (grainlab.identity.materialise), else made on demand (g.identities)
+    # (grainlab.identity.materialise), else made on demand (g.identities).
+    # Made on a thread (Arrow releases the GIL) while the critical path runs:
+    # IdentityColumns.attach puts them in place.
+    del grains["identity"], contexts["identity"]
     both = np.concatenate([grain_node, owners.ctx["node"].to_numpy(np.int64)])
-    G = len(grains)
-    if materialise(names, both):
-        text = names.arrow(both)
-        grains["identity"] = string_column(text.slice(0, G))
-        contexts["identity"] = string_column(text.slice(G))
-    else:
-        del grains["identity"], contexts["identity"]
+    identity = IdentityColumns(names, both, len(grains)) if materialise(names, both) else None
     meta = dict(trace.meta)
     meta.update({"creation_cost_estimate_ns": slots.forks.estimate,
                  "creation_quantile": creation_quantile,
                  "trace_path": str(getattr(trace, "path", ""))})
-    return GrainGraph(nodes=node_table, edges=edge_table, grains=grains, contexts=contexts,
-                      meta=meta, names=names, identity_node=both)
+    g = GrainGraph(nodes=node_table, edges=edge_table, grains=grains, contexts=contexts,
+                   meta=meta, names=names, identity_node=both)
+    return g, identity
+
+
+class IdentityColumns:
+    """The grains' and contexts' identity strings, made on a thread."""
+
+    def __init__(self, names, nodes, n_grains):
+        import threading
+        self.n_grains, self.result, self.error = n_grains, None, None
+        self.thread = threading.Thread(target=self._make, args=(names, nodes), daemon=True)
+        self.thread.start()
+
+    def _make(self, names, nodes):
+        try:
+            self.result = names.arrow(nodes)
+        except BaseException as e:      # re-raised in attach(), on the caller's thread
+            self.error = e
+
+    def attach(self, g) -> None:
+        """Insert the columns where they always were (second, after kind)."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        text, G = self.result, self.n_grains
+        g.grains.insert(1, "identity", string_column(text.slice(0, G)))
+        g.contexts.insert(1, "identity", string_column(text.slice(G)))
 
 
 def _chunk_waiters(slots, nodes, edges, K, E) -> np.ndarray:
