@@ -171,17 +171,13 @@ def evaluate(g, th: dict, locations: pd.Series | None = None, top: int = 10) -> 
 def location_codes(locations) -> tuple[np.ndarray, np.ndarray]:
     """(code per grain, location string per code), codes numbered in order of
     first appearance: group-bys over the codes list locations in the same
-    order a group-by over the strings would, without hashing a million strings."""
+    order a group-by over the strings would, without hashing a million
+    strings when `locations` is categorical (Analysis.locations is)."""
     values = locations.array if isinstance(locations, pd.Series) else locations
-    if not isinstance(values, pd.Categorical):
-        values = pd.Categorical(np.asarray(values, dtype=object))
-    codes = np.asarray(values.codes, np.int64)
-    names = np.asarray(values.categories, dtype=object)
-    present, first = np.unique(codes, return_index=True)
-    by_appearance = present[np.argsort(first, kind="stable")]
-    renumber = np.full(len(names) + 1, -1, np.int64)
-    renumber[by_appearance] = np.arange(len(by_appearance))
-    return renumber[codes], names[by_appearance] if len(names) else names
+    if not isinstance(values, (np.ndarray, pd.api.extensions.ExtensionArray)):
+        values = np.asarray(values, dtype=object)
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
 
 
 def _rank_locations(loc, hit, work, top):
