@@ -8,7 +8,8 @@ import pandas as pd
 
 from .. import schema as S
 from ..idindex import IdIndex
-from .columns import I64MAX, cumcount, frame, isin_small, lexsort, lookup, pack, reindexed
+from .columns import (I64MAX, cumcount, frame, isin_small, last_at_or_before, lexsort,
+                      lookup, pack, reindexed)
 
 LOOP_WORK = (S.WORK_LOOP, S.WORK_SECTIONS, S.WORK_LOOP_STATIC, S.WORK_LOOP_DYNAMIC,
              S.WORK_LOOP_GUIDED, S.WORK_LOOP_OTHER)
@@ -128,9 +129,9 @@ def find_chunks(rows, row_owner: np.ndarray, stride: int) -> Chunks:
     lw, lw_key = lw[o], lw_key[o]
     ch = np.flatnonzero((ev == S.CHUNK) & isin_small(rows.kind, LOOP_DISPATCH) & (own >= 0))
     # the loop a chunk is in: the owner's latest WORK_BEGIN/END before it, a begin
-    k = np.searchsorted(lw_key, pack(own[ch], rows.grank[ch], stride), side="right") - 1
+    k = last_at_or_before(lw_key, own[ch], rows.grank[ch], stride)
     ok = k >= 0
-    ok[ok] = (own[lw[k[ok]]] == own[ch[ok]]) & (ev[lw[k[ok]]] == S.WORK_BEGIN)
+    ok[ok] = ev[lw[k[ok]]] == S.WORK_BEGIN
     ch, loop_row = ch[ok], lw[k[ok]]
     seq = reindexed(wb_seq, loop_row)
     region = rows.take("other", loop_row)

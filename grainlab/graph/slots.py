@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from .columns import (cumcount, first_per_key, group_starts, isin_small, lexsort,
+from .columns import (cumcount, first_after, first_per_key, group_starts, isin_small, lexsort,
                       last_at_or_before, pack, sorted_keys)
 from .events import counter_deltas
 from .model import NODE_TYPES, JOIN_KINDS
@@ -248,15 +248,13 @@ def _taskgroup_joins(parts, cols, orows, tg_begin, tg_end):
         pack(cols["owner"], cols["row"], stride), pack(owner, r.grank[tg_end], stride),
         pack(orows.owner[tg_begin], r.grank[tg_begin], stride)]))
     # the owner's last boundary before SYNC_END
-    i = np.searchsorted(boundaries, pack(owner, r.grank[tg_end], stride), side="left") - 1
-    prev = boundaries[np.maximum(i, 0)]
-    last = np.where((i >= 0) & (prev // stride == owner), prev % stride, -1)
+    i = last_at_or_before(boundaries, owner, r.grank[tg_end] - 1, stride)
+    last = np.where(i >= 0, boundaries[np.maximum(i, 0)] % stride, -1)
+    # then its first switch-out after that, if before SYNC_END
     so = np.flatnonzero((r.event == S.TASK_SCHEDULE) & (r.kind == S.STATUS_SWITCH))
     switch_out = np.sort(pack(orows.other_owner[so], r.grank[so], stride))
-    j = np.searchsorted(switch_out, pack(owner, last, stride), side="right")
-    cand = switch_out[np.minimum(j, len(switch_out) - 1)] if len(switch_out) else \
-        np.zeros(len(tg_end), np.int64)
-    found = (j < len(switch_out)) & (cand // stride == owner) & (cand % stride < r.grank[tg_end])
+    cand = first_after(switch_out, switch_out, owner, last, stride)
+    found = (cand >= 0) & (cand % stride < r.grank[tg_end])
     join_row = np.where(found, cand % stride, r.grank[tg_end])
     parts.add(len(tg_end), owner=owner, row=join_row, sub=-1, type=JOIN, jkind=TASKGROUP,
               start=r.time[orows.at(join_row)])
