@@ -9,7 +9,8 @@ import pandas as pd
 from .. import schema as S
 from ..identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
 from ..identity import WORKSHARE as WORKSHARE_STEP, materialise, string_column
-from .columns import I64MAX, first_after, frame, list_rank, lookup, pack, sorted_keys
+from .columns import (I64MAX, first_after, frame, list_rank, lookup, pack, reindexed,
+                      sorted_keys)
 from .model import EDGE_TYPES, JOIN_KINDS, NODE_TYPES, GrainGraph
 from .slots import BOOKKEEPING, CHUNK, FORK, FRAGMENT, JOIN, REGION_END
 
@@ -49,7 +50,7 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
     node_table.index.name = "node"
     edge_table = frame({"src": edges.src, "dst": edges.dst,
                         "type": pd.Categorical.from_codes(edges.type, categories=EDGE_TYPES)})
-    per_grain = _own_node_aggregates(c, nodes, E + K, owners.T, nodes.counter_names)
+    per_grain = _own_node_aggregates(c, nodes, E + K, nodes.counter_names)
     grains, names, grain_node = _grain_table(orows, owners, chunks, slots, nodes, public,
                                              per_grain, waiter, n_waited)
     contexts = _context_table(owners, edges, public, per_grain, len(grains))
@@ -57,7 +58,6 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
     # (grainlab.identity.materialise), else made on demand (g.identities).
     # Made on a thread (Arrow releases the GIL) while the critical path runs:
     # IdentityColumns.attach puts them in place.
-    del grains["identity"], contexts["identity"]
     both = np.concatenate([grain_node, owners.ctx["node"].to_numpy(np.int64)])
     identity = IdentityColumns(names, both, len(grains)) if materialise(names, both) else None
     meta = dict(trace.meta)
@@ -109,7 +109,7 @@ def _chunk_waiters(slots, nodes, edges, K, E) -> np.ndarray:
     return out
 
 
-def _own_node_aggregates(c, nodes, size, T, counter_names) -> dict:
+def _own_node_aggregates(c, nodes, size, counter_names) -> dict:
     """Per internal grain (owners + chunks): work and fragments over its own
     nodes, first start, last end, first node's thread/cpu, counters."""
     gi, typ = c["grain"], c["type"]
@@ -169,7 +169,6 @@ def _grain_table(orows, owners, chunks, slots, nodes, public, per_grain, waiter,
     grains = frame({
         "kind": pd.Categorical.from_codes(np.repeat(np.int8([0, 1]), [T, K]),
                                           categories=["task", "chunk"]),
-        "identity": None,
         "task_id": np.concatenate([ex["id"].to_numpy(np.uint64), np.zeros(K, np.uint64)]),
         "parent": parent, "child_number": child_number, "depth": depth,
         "codeptr": codeptr, "flags": flags,
@@ -215,7 +214,7 @@ def _loop_columns(orows, owners, chunks, slots, nodes) -> dict:
         ctx = owners.ctx
         master = ctx[owners.is_implicit[T:] & (ctx["team_index"].to_numpy() == 0)]
         mt = lookup(master["thread"].to_numpy(np.float64), master["region"].to_numpy(np.uint64))
-        out["loop_thread"][T:] = mt.reindex(chunks.region).to_numpy(na_value=-1).astype(np.int32)
+        out["loop_thread"][T:] = reindexed(mt, chunks.region).astype(np.int32)
         # the book-keeping node right before the chunk in its implicit task's chain
         cs = np.flatnonzero(slots.type == CHUNK)
         prev = np.maximum(cs - 1, 0)
@@ -242,7 +241,6 @@ def _context_table(owners, edges, public, per_grain, G) -> pd.DataFrame:
     return frame({
         "kind": pd.Categorical.from_codes(np.where(is_init, 0, 1).astype(np.int8),
                                           categories=["initial", "implicit"]),
-        "identity": None,
         "task_id": ctx["id"].to_numpy(np.uint64),
         "parent": parent, "region": region,
         "team_index": ctx["team_index"].to_numpy(), "team_size": ctx["team_size"].to_numpy(),
@@ -257,7 +255,7 @@ def _chunk_names(names, region_node, ch_region, ch_seq, first):
     a region nobody can name) and their loop instances ("<region>.w<k>") as
     (code per chunk, categories: "" then each distinct loop string, made
     once per distinct loop instance)."""
-    rnode = region_node.reindex(ch_region).to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
+    rnode = reindexed(region_node, ch_region)
     unknown = ~names.valid(rnode)
     if unknown.any():
         names, (q,) = names.extend([-1], UNKNOWN_STEP, 0, 0)
