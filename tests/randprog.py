@@ -37,7 +37,6 @@ class Task:
     parent: "Task | None"
     body: list
     groups: tuple = ()        # taskgroup instances it belongs to
-    done: bool = False
     children: list = field(default_factory=list)
 
 
@@ -115,6 +114,7 @@ class Program:
         if workers_started:
             b.add(1, S.THREAD_END, self.tick())
         end = self.sync(init, "program_end")
+        end.awaited = list(self.tasks)          # the program's end awaits everything
         b.add(0, S.IMPLICIT_END, self.tick(), task=init, kind=S.TASK_INITIAL, count=1)
         end.end = self.t
         b.add(0, S.THREAD_END, self.tick())
@@ -210,7 +210,6 @@ class Program:
         # no taskgroup of its own is open when a task starts; x.groups (from
         # its creator) say which groups await it and its descendants
         self.body(x, x.body, self.current_region, ())
-        x.done = True
         b.add(0, S.TASK_SCHEDULE, self.tick(), task=prior, other=x.id, kind=S.STATUS_COMPLETE)
 
     # -- the truth -----------------------------------------------------------------
@@ -219,8 +218,7 @@ class Program:
         among those that await it."""
         best: dict[int, Sync] = {}
         for s in self.syncs:
-            awaited = s.awaited if s.kind != "program_end" else self.tasks
-            for x in awaited:
+            for x in s.awaited:
                 if x.id not in best or s.end < best[x.id].end:
                     best[x.id] = s
         return {tid: (s.owner, s.kind, s.ordinal) for tid, s in best.items()}
