@@ -118,19 +118,39 @@ def symbolize(codeptrs, loadmap, constructs=None) -> np.ndarray:
     `constructs` (optional, one per element): the construct to name beside
     the function (task, parallel for, taskloop)."""
     codeptrs = np.asarray(codeptrs, dtype=np.uint64)
-    if constructs is not None:
-        # a location is a (code address, construct) pair
-        # factorize each column, then their pair as one integer (a MultiIndex
-        # of a million pairs costs half a second to build)
-        cons_codes, cons_uniq = pd.factorize(np.asarray(constructs, dtype=object).astype(str))
-        cp_codes, cp_uniq = pd.factorize(codeptrs)
-        k = max(len(cons_uniq), 1)
-        inverse, pairs = pd.factorize(cp_codes.astype(np.int64) * k + cons_codes)
-        uniq = np.asarray(cp_uniq, dtype=np.uint64)[pairs // k]
-        ucons = np.asarray(cons_uniq, dtype=object)[pairs % k]
+    if constructs is None:
+        codes, names = locate(codeptrs, loadmap)
     else:
-        uniq, inverse = np.unique(codeptrs, return_inverse=True)
-        ucons = None
+        cons_codes, cons_names = pd.factorize(np.asarray(constructs, dtype=object).astype(str))
+        codes, names = locate(codeptrs, loadmap, cons_codes, list(cons_names))
+    return names[codes]
+
+
+def locate(codeptrs, loadmap, construct_codes=None, construct_names=None):
+    """(codes, names): the location of element i is names[codes[i]]; names
+    are unique, in order of first appearance. A location is a (code address,
+    construct) pair looked up once, so a million grains cost as much as
+    their few distinct addresses (no per-element strings)."""
+    codeptrs = np.asarray(codeptrs, dtype=np.uint64)
+    cp_codes, cp_uniq = pd.factorize(codeptrs)
+    cp_uniq = np.asarray(cp_uniq, dtype=np.uint64)
+    if construct_codes is None:
+        inverse, uniq, ucons = cp_codes, cp_uniq, None
+    else:
+        # the pair as one integer (a MultiIndex of a million pairs costs half
+        # a second to build)
+        k = max(len(construct_names), 1)
+        inverse, pairs = pd.factorize(cp_codes.astype(np.int64) * k + construct_codes)
+        uniq = cp_uniq[pairs // k]
+        ucons = np.asarray(construct_names, dtype=object)[pairs % k]
+    names = _pair_names(uniq, ucons, loadmap)
+    # distinct pairs can share a string (two addresses of one line)
+    same, unique_names = pd.factorize(names)
+    return same[inverse], np.asarray(unique_names, dtype=object)
+
+
+def _pair_names(uniq, ucons, loadmap) -> np.ndarray:
+    """The location string of each distinct (address, construct) pair."""
     pieces = [None] * len(uniq)
     for entry in loadmap or ():
         try:
@@ -154,7 +174,7 @@ def symbolize(codeptrs, loadmap, constructs=None) -> np.ndarray:
     for j in np.flatnonzero(pd.isna(names)):
         c = f" ({ucons[j]})" if ucons is not None and ucons[j] else ""
         names[j] = ("?" if uniq[j] == 0 else f"0x{int(uniq[j]):x}") + c
-    return names[inverse]
+    return names
 
 
 def as_categorical(locations) -> pd.Categorical:
@@ -165,19 +185,27 @@ def as_categorical(locations) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
 
 
+def _image_of(threads, meta: dict):
+    """The image (`meta["images"]`) that ran each thread, or None for one image."""
+    images = meta.get("images") if isinstance(meta.get("images"), list) else None
+    if not images:
+        return None, None
+    firsts = np.array([int(i.get("first_thread", 0)) if isinstance(i, dict) else 0
+                       for i in images])
+    which = np.clip(np.searchsorted(firsts, np.asarray(threads), side="right") - 1,
+                    0, len(images) - 1)
+    return images, which
+
+
 def symbolize_on_threads(codeptrs, threads, meta: dict, constructs=None) -> np.ndarray:
     """symbolize() with the load map of the image that ran each element: a
     run that exec()s is one trace of several images (`meta["images"]`, each
     with its own load map and its first thread), whose code addresses mean
     nothing in another image's map. One image: the trace's load map."""
-    images = meta.get("images") if isinstance(meta.get("images"), list) else None
-    if not images:
+    images, which = _image_of(threads, meta)
+    if images is None:
         return symbolize(codeptrs, meta.get("loadmap"), constructs)
     codeptrs = np.asarray(codeptrs, dtype=np.uint64)
-    firsts = np.array([int(i.get("first_thread", 0)) if isinstance(i, dict) else 0
-                       for i in images])
-    which = np.clip(np.searchsorted(firsts, np.asarray(threads), side="right") - 1,
-                    0, len(images) - 1)
     cons = None if constructs is None else np.asarray(constructs, dtype=object)
     out = np.empty(len(codeptrs), dtype=object)
     for k in np.unique(which):
@@ -185,6 +213,9 @@ def symbolize_on_threads(codeptrs, threads, meta: dict, constructs=None) -> np.n
         image = images[k] if isinstance(images[k], dict) else {}
         out[m] = symbolize(codeptrs[m], image.get("loadmap"), None if cons is None else cons[m])
     return out
+
+
+CONSTRUCTS = ["task", "parallel for", "taskloop"]
 
 
 def grain_locations(g, trace_meta=None) -> pd.Series:
@@ -195,21 +226,25 @@ def grain_locations(g, trace_meta=None) -> pd.Series:
     meta = trace_meta if trace_meta is not None else getattr(g, "meta", {}) or {}
     gr = g.grains
     codeptr = gr["codeptr"].to_numpy(np.uint64)
-    kind = gr["kind"].astype(str).to_numpy() if len(gr) else np.zeros(0, str)
-    is_chunk = kind == "chunk"
+    is_chunk = (gr["kind"] == "chunk").to_numpy(bool) if len(gr) else np.zeros(0, bool)
     if is_chunk.any() and "loop" in gr.columns:
-        loop = gr["loop"].astype(str).to_numpy()
-        best = pd.Series(codeptr[is_chunk]).groupby(loop[is_chunk]).transform("max")
+        loop = gr["loop"].to_numpy()[is_chunk]
+        best = pd.Series(codeptr[is_chunk]).groupby(loop, dropna=False).transform("max")
         codeptr = codeptr.copy()
         codeptr[is_chunk] = np.where(codeptr[is_chunk] == 0, best.to_numpy(np.uint64),
                                      codeptr[is_chunk])
-    construct = np.where(is_chunk, "parallel for", "task").astype(object)
+    construct = np.where(is_chunk, 1, 0).astype(np.int64)
     if "iterations" in gr.columns:
-        taskloop = (~is_chunk) & (gr["iterations"].to_numpy() >= 0)
-        construct[taskloop] = "taskloop"
-    locs = symbolize_on_threads(codeptr, gr["thread"].to_numpy(), meta, construct) \
-        if "thread" in gr.columns else symbolize(codeptr, meta.get("loadmap"), construct)
-    return pd.Series(as_categorical(locs), index=gr.index, name="location")
+        construct[(~is_chunk) & (gr["iterations"].to_numpy() >= 0)] = 2
+    images, which = _image_of(gr["thread"].to_numpy(), meta) if "thread" in gr.columns \
+        else (None, None)
+    if images is None:
+        codes, names = locate(codeptr, meta.get("loadmap"), construct, CONSTRUCTS)
+        cat = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
+    else:
+        cat = as_categorical(symbolize_on_threads(
+            codeptr, gr["thread"].to_numpy(), meta, np.asarray(CONSTRUCTS, object)[construct]))
+    return pd.Series(cat, index=gr.index, name="location")
 
 
 def _load_binary(path: str):
