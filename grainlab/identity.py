@@ -55,6 +55,11 @@ _NOTHING = pa.scalar("", pa.large_string())
 # beyond max(MAX_CHARS per row, TOTAL_CHARS).
 DEFAULT_MAX_CHARS = 256
 DEFAULT_TOTAL_CHARS = 64 << 20
+# The grain graph's `identity` columns have a tighter rule (`as_column`): every
+# analysis builds the graph, few outputs print more than a handful of
+# identities, and a million strings cost ~0.7 s and ~100 MB each time (a real
+# fib(28) trace: 1.03M grains, ~60 MB of identities).
+DEFAULT_COLUMN_CHARS = 16 << 20
 
 
 def _env_int(name: str, default: int) -> int:
@@ -82,6 +87,17 @@ def materialise(names: "Names", nodes) -> bool:
     nodes = nodes[nodes >= 0]
     length = names.length[nodes]
     return bool(length.max(initial=0) <= max_chars() or int(length.sum()) <= total_chars())
+
+
+def as_column(names: "Names", nodes) -> bool:
+    """Whether the grain graph keeps the identity strings of `nodes` as a
+    column: as `materialise`, and at most GRAINLAB_IDENTITY_COLUMN_CHARS
+    (default 16 Mi) characters in all; otherwise `g.identities(ids)` makes
+    the ones asked for."""
+    nodes = np.asarray(nodes, np.int64)
+    total = int(names.length[nodes[nodes >= 0]].sum())
+    return total <= _env_int("GRAINLAB_IDENTITY_COLUMN_CHARS", DEFAULT_COLUMN_CHARS) and \
+        materialise(names, nodes)
 
 
 _U = np.uint64

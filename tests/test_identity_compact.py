@@ -356,6 +356,28 @@ def test_compare_json_same_with_identities_on_demand(record):
     assert normal["grains"] and all(g["identity"].startswith("0.p0") for g in normal["grains"])
 
 
+
+def test_column_limit_keeps_the_graph_column_small_but_not_the_exports(record, monkeypatch,
+                                                                        tmp_path):
+    """GRAINLAB_IDENTITY_COLUMN_CHARS bounds the graph's identity column (a
+    million grains: no column, strings on demand), not what exports and the
+    task table may materialise: their full identities stay."""
+    t = record("fib", 10, 3, threads=2)
+    full = grainlab.analyze(t.path).graph
+    assert "identity" in full.grains
+    total = int(full.grains["identity"].str.len().sum()
+                + full.contexts["identity"].str.len().sum())
+    normal, limited = _same_output(("analyze", "--json", t.path),
+                                   {"GRAINLAB_IDENTITY_COLUMN_CHARS": str(total - 1)})
+    assert limited["critical_path_grains"]
+    monkeypatch.setenv("GRAINLAB_IDENTITY_COLUMN_CHARS", str(total - 1))
+    g = grainlab.analyze(t.path).graph
+    assert "identity" not in g.grains and "identity" not in g.contexts
+    assert list(g.identities()) == full.grains["identity"].tolist()
+    assert I.materialise(g.names, g.identity_node)          # exports: full identities
+    monkeypatch.setenv("GRAINLAB_IDENTITY_COLUMN_CHARS", str(total))
+    assert "identity" in grainlab.analyze(t.path).graph.grains
+
 # ------------------------------------------------------- memory vs depth
 
 def _per_task_bytes(path) -> dict:

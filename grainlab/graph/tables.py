@@ -8,7 +8,7 @@ import pandas as pd
 
 from .. import schema as S
 from ..identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
-from ..identity import WORKSHARE as WORKSHARE_STEP, materialise, string_column
+from ..identity import WORKSHARE as WORKSHARE_STEP, as_column, string_column
 from .columns import (I64MAX, first_after, frame, list_rank, lookup, pack, reindexed,
                       sorted_keys)
 from .model import EDGE_TYPES, JOIN_KINDS, NODE_TYPES, GrainGraph
@@ -54,12 +54,12 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
     grains, names, grain_node = _grain_table(orows, owners, chunks, slots, nodes, public,
                                              per_grain, waiter, n_waited)
     contexts = _context_table(owners, edges, public, per_grain, len(grains))
-    # identity strings: a column only while every one is short or few
-    # (grainlab.identity.materialise), else made on demand (g.identities).
+    # identity strings: a column only while they are short and few
+    # (grainlab.identity.as_column), else made on demand (g.identities).
     # Made on a thread (Arrow releases the GIL) while the critical path runs:
     # IdentityColumns.attach puts them in place.
     both = np.concatenate([grain_node, owners.ctx["node"].to_numpy(np.int64)])
-    identity = IdentityColumns(names, both, len(grains)) if materialise(names, both) else None
+    identity = IdentityColumns(names, both, len(grains)) if as_column(names, both) else None
     meta = dict(trace.meta)
     meta.update({"creation_cost_estimate_ns": slots.forks.estimate,
                  "creation_quantile": creation_quantile,
