@@ -22,13 +22,12 @@ import pandas as pd
 from ..errors import GrainlabError
 
 
-def topological_order(nodes: pd.DataFrame, src: np.ndarray, dst: np.ndarray):
-    """Node ids in a topological order, and which method produced it."""
-    n = len(nodes)
-    is_join = np.asarray(nodes["type"] == "join")
-    jk = nodes["join_kind"]
-    released = is_join & ~np.asarray(jk.isin(["region_end", "program_end"]))
-    ktime = np.where(released, nodes["end"].to_numpy(), nodes["start"].to_numpy())
+def topological_order(start, end, is_join, released, src: np.ndarray, dst: np.ndarray):
+    """Node ids in a topological order, and which method produced it.
+    released: joins that became possible when released (`end`), not when
+    reached (region and program ends)."""
+    n = len(start)
+    ktime = np.where(released, end, start)
     # joins first among equal times; a stable sort keeps node id order after that
     order = np.argsort(ktime.astype(np.int64) * 2 + np.where(is_join, 0, 1), kind="stable")
     rank = np.empty(n, dtype=np.int64)
@@ -44,18 +43,28 @@ def topological_order(nodes: pd.DataFrame, src: np.ndarray, dst: np.ndarray):
     return order, rank, "igraph"
 
 
-def longest_path(nodes: pd.DataFrame, edges: pd.DataFrame):
-    """(path node ids in order, span, earliest finish per node, order source)."""
+def node_arrays(nodes: pd.DataFrame) -> dict:
+    """What the longest path reads of a node table: keyword arguments of
+    `longest_path` with `src` and `dst`."""
+    is_join = np.asarray(nodes["type"] == "join")
+    ends = np.asarray(nodes["join_kind"].isin(["region_end", "program_end"]))
+    return {"duration": nodes["duration"].to_numpy(), "start": nodes["start"].to_numpy(),
+            "end": nodes["end"].to_numpy(), "is_join": is_join, "released": is_join & ~ends}
+
+
+def longest_path(duration, start, end, is_join, released, src, dst):
+    """(path node ids in order, span, earliest finish per node, order source)
+    of the graph of nodes with these columns (`node_arrays`) and edges src -> dst."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
-    n = len(nodes)
+    n = len(duration)
     if n == 0:
         return np.empty(0, np.int64), 0, np.empty(0, np.int64), "empty"
-    w = nodes["duration"].to_numpy().astype(np.int64, copy=False)
-    src = edges["src"].to_numpy().astype(np.int64, copy=False)
-    dst = edges["dst"].to_numpy().astype(np.int64, copy=False)
-    order, rank, how = topological_order(nodes, src, dst)
+    w = np.asarray(duration).astype(np.int64, copy=False)
+    src = np.asarray(src).astype(np.int64, copy=False)
+    dst = np.asarray(dst).astype(np.int64, copy=False)
+    order, rank, how = topological_order(start, end, is_join, released, src, dst)
     del rank
     p = np.empty(n, dtype=np.int64)
     p[order] = np.cumsum(w[order]) + np.arange(n)
@@ -87,10 +96,14 @@ def longest_path(nodes: pd.DataFrame, edges: pd.DataFrame):
     return np.asarray(path[::-1], dtype=np.int64), span, finish, how
 
 
-def annotate_critical_path(g) -> None:
+def annotate_critical_path(g, found=None) -> None:
     """Set g.critical_path, g.critical_grains, g.span and the on_critical_path
-    columns of nodes, edges and grains."""
-    path, span, finish, how = longest_path(g.nodes, g.edges)
+    columns of nodes, edges and grains. found: `longest_path`'s result when
+    already computed (the builder computes it while it makes the tables)."""
+    if found is None:
+        found = longest_path(**node_arrays(g.nodes), src=g.edges["src"].to_numpy(),
+                             dst=g.edges["dst"].to_numpy())
+    path, span, finish, how = found
     g.critical_path = path
     g.span = span
     g.topological_order_source = how
@@ -98,10 +111,10 @@ def annotate_critical_path(g) -> None:
     on = np.zeros(len(g.nodes), dtype=bool)
     on[path] = True
     g.nodes["on_critical_path"] = on
-    n = max(len(g.nodes), 1)
-    pair = path[:-1] * n + path[1:]
-    key = g.edges["src"].to_numpy() * n + g.edges["dst"].to_numpy()
-    g.edges["on_critical_path"] = pd.Index(pair).get_indexer(key) >= 0 if len(pair) else np.zeros(len(key), bool)
+    # an edge is on the path when it leads from a path node to the next one
+    after = np.full(len(g.nodes), -1, np.int64)
+    after[path[:-1]] = path[1:]
+    g.edges["on_critical_path"] = after[g.edges["src"].to_numpy()] == g.edges["dst"].to_numpy()
     grain = g.nodes["grain"].to_numpy()[path]
     grain = grain[(grain >= 0) & (grain < len(g.grains))]
     _, first = np.unique(grain, return_index=True)
