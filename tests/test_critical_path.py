@@ -11,7 +11,7 @@ import pytest
 from grainlab import synth
 from grainlab.graph import build
 from grainlab.graph.convert import weighted_edge_networkx
-from grainlab.graph.critical_path import longest_path
+from grainlab.graph.critical_path import longest_path, node_arrays
 from grainlab.trace import load
 
 
@@ -84,7 +84,8 @@ def test_longest_path_when_times_disagree_with_edges():
                                                             "region_end", "program_end"]),
         "start": np.arange(n)[::-1] * 10, "end": np.arange(n)[::-1] * 10 + 5, "duration": w})
     edges = pd.DataFrame({"src": src, "dst": dst})
-    path, span, finish, how = longest_path(nodes, edges)
+    path, span, finish, how = longest_path(**node_arrays(nodes), src=edges["src"].to_numpy(),
+                                           dst=edges["dst"].to_numpy())
     assert how == "igraph"
     h = nx.DiGraph()
     h.add_weighted_edges_from((s, d, int(w[s])) for s, d in zip(src, dst))
