@@ -32,21 +32,19 @@ Phases (one module each; every phase takes and returns small named structures):
   nodes.make_nodes        Nodes   slots -> nodes (team barriers merged)
   edges.make_edges        Edges   continuation, creation, synchronization, dependence
   nodes.join_weights              a join weighs its resume latency
-  critical_path.longest_path          the critical path, on a thread while:
-  tables.make_graph       GrainGraph  public tables (identity strings on a thread)
+  tables.make_graph       GrainGraph  public tables; identity strings on a thread
+  critical_path                       the critical path, meanwhile
 Everything is column operations: no Python loop over rows, slots or grains.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
-from .critical_path import annotate_critical_path, longest_path
+from .critical_path import annotate_critical_path
 from .edges import make_edges
 from .events import load_rows
 from .model import GrainGraph
 from .nodes import join_weights, make_nodes
 from .owners import find_chunks, find_owners
-from .slots import JOIN, PROGRAM_END, REGION_END, OwnedRows, credit_segments, open_slots
+from .slots import OwnedRows, credit_segments, open_slots
 from .tables import make_graph
 
 
@@ -65,23 +63,13 @@ def build(trace, creation_quantile: float = 0.10) -> GrainGraph:
     del credit
     edges = make_edges(orows, owners, slots, nodes)
     join_weights(nodes.columns, edges.src, edges.dst)
-    # the critical path needs only node times and edges: it is found on a
-    # second thread while the public tables are made (numpy releases the GIL)
-    with ThreadPoolExecutor(1, thread_name_prefix="grainlab-critical-path") as pool:
-        found = pool.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
-                            dst=edges.dst)
-        g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
-                                 creation_quantile)
-        del orows, rows, row_owner, other_owner, slots, nodes, edges
-        annotate_critical_path(g, found.result())
+    g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
+                             creation_quantile)
+    # drop the builder's scratch (rows, slots) before the critical path's own
+    # peak (found on a thread while the tables were made, it took 1 GB more
+    # at 4M tasks and was slower for it: fresh memory is expensive here)
+    del orows, rows, row_owner, other_owner, slots, nodes, edges
+    annotate_critical_path(g)         # while the identity strings are made
     if identity is not None:
         identity.attach(g)
     return g
-
-
-def _path_arrays(c: dict) -> dict:
-    """`critical_path.node_arrays` from the builder's node columns (codes)."""
-    is_join = c["type"] == JOIN
-    ends = (c["join_kind"] == REGION_END) | (c["join_kind"] == PROGRAM_END)
-    return {"duration": c["duration"], "start": c["start"], "end": c["end"],
-            "is_join": is_join, "released": is_join & ~ends}
