@@ -16,11 +16,14 @@
 //   jemalloc/mimalloc pool failed to initialise when first used on a libomp
 //   worker thread (where the collector used to write); the plain pool is
 //   fine everywhere.
-// - Encodings are chosen for a small file (measured on fib traces): the clock,
-//   task ids and counters increase within a thread, so they use
-//   DELTA_BINARY_PACKED; `other` uses BYTE_STREAM_SPLIT; the remaining
-//   columns have few distinct values per row group and use dictionary + RLE.
-//   Everything is then zstd-compressed (level 3).
+// - Encodings, zstd levels and statistics are chosen per column (kColumns,
+//   with the measured figures) for a small file written fast: the clock, ids,
+//   counters and event-specific values use DELTA_BINARY_PACKED, `other`,
+//   `event` and `kind` BYTE_STREAM_SPLIT, `codeptr` a dictionary, the
+//   near-constant `thread`, `cpu` and `flags` PLAIN. Everything is
+//   zstd-compressed. On fib(30) (2 threads, 10.8 M events) this made the
+//   converter's CPU time 1.25 -> 1.08 s (best of 7) for 2.04 -> 2.08
+//   bytes/event, and loop_dynamic's trace 3.88 -> 0.96 bytes/event.
 // - The fixed columns (names, types, order, where each value comes from) are
 //   the GL_COLUMN lines of grainlab/trace_columns.def, the one definition the
 //   Python side reads too: each use below expands them.
@@ -40,23 +43,83 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace {
 
-// Columns written with delta encoding instead of a dictionary: they grow
-// within a thread's buffer (clock, ids of tasks as they are created).
-constexpr const char *kDeltaColumns[] = {"tsc", "task"};
-// `other` jumps between parent, prior-task and region ids, so its deltas are
-// large; splitting its bytes into streams lets zstd see that the high bytes
-// (the `(thread + 1) << 40` id prefix) barely change. On a real fib(25) trace:
-// 0.62 bytes/event against 1.45 with DELTA_BINARY_PACKED and 1.20 with PLAIN.
-constexpr const char *kByteSplitColumns[] = {"other"};
-// zstd level 3: on bench_writer's fib stream 4.17 bytes/event against 4.33 at
-// the default level 1, at the same write speed (~4.5 M events/s).
-constexpr int kZstdLevel = 3;
+// How each fixed column is written: encoding, zstd level, statistics. The
+// figures are per column on a fib(30) trace (10.8 M events, 2 threads; time:
+// Arrow writing that column alone, 165 row groups of 64 Ki rows) and on a
+// loop_dynamic trace (3 M iterations, chunks of 1), which has varying values
+// where fib has constants. Each compressed page costs one zstd context
+// (Arrow 26 creates one per page; ZSTD_createCCtx runs `cpuid`, ~7 us a
+// time on a VM), so fewer pages per row group also count.
+enum class Enc { kDict, kPlain, kDelta, kByteSplit };
+struct ColumnChoice {
+  const char *name;
+  Enc enc;
+  int zstd_level;
+  // Min/max in the footer: kept where a reader could prune by them (time,
+  // thread, event kinds); off for ids, addresses and event-specific values,
+  // whose min/max say nothing (GetMinMax on the 64-bit columns was ~4% of the
+  // converter's time). grainlab.analysis.trace_key still sees any content
+  // change: the footer holds every column chunk's size and tsc's range.
+  bool statistics;
+};
+constexpr ColumnChoice kColumns[] = {
+    // Event codes and OMPT kinds: few values, but dictionary + RLE cost
+    // ~80 ms each (DictEncoder Put/WriteIndices) for 0.03 bytes/event;
+    // BYTE_STREAM_SPLIT puts the (zero) high bytes in streams of their own:
+    // 0.06 bytes/event for ~42 ms.
+    {"event", Enc::kByteSplit, 3, true},
+    // Constant per row group (thread) or nearly (cpu, flags): PLAIN + zstd
+    // level 1 is as small as dictionary + RLE (0.004-0.006 bytes/event) in
+    // half the time (~26 against ~50 ms) and one page instead of two.
+    {"thread", Enc::kPlain, 1, true},
+    {"cpu", Enc::kPlain, 1, true},
+    // Clock and task ids grow within a thread: DELTA_BINARY_PACKED.
+    // zstd level 3 rather than 1: tsc 1.04 against 1.12 bytes/event for
+    // ~3% more converter time.
+    {"tsc", Enc::kDelta, 3, true},
+    {"task", Enc::kDelta, 3, false},
+    // `other` jumps between parent, prior-task and region ids, so its deltas
+    // are large; splitting its bytes into streams lets zstd see that the high
+    // bytes (the `(thread + 1) << 40` id prefix) barely change: 0.66
+    // bytes/event against 1.50 with DELTA_BINARY_PACKED and 1.20 with PLAIN.
+    {"other", Enc::kByteSplit, 3, false},
+    // A few return addresses per program: the dictionary wins by far (0.03
+    // bytes/event against 0.28-0.50 for the others).
+    {"codeptr", Enc::kDict, 3, false},
+    // Zero in most events, but a loop's first iteration or a chunk's size in
+    // CHUNK rows: DELTA_BINARY_PACKED makes loop_dynamic's trace 0.96
+    // bytes/event in all against 3.88 with dictionaries (which overflow to
+    // PLAIN there) and 2.23 with PLAIN; on fib it costs ~4% more converter
+    // time than PLAIN for the same size.
+    {"value", Enc::kDelta, 3, false},
+    {"count", Enc::kDelta, 3, false},
+    {"kind", Enc::kByteSplit, 3, true},
+    {"flags", Enc::kPlain, 1, true},
+};
+constexpr bool same_name(const char *a, const char *b) {
+  return *a == *b && (*a == '\0' || same_name(a + 1, b + 1));
+}
+// kColumns follows trace_columns.def line for line.
+constexpr const char *kDefColumns[] = {
+#define GL_COLUMN(name, type, source) #name,
+#include "trace_columns.def"
+#undef GL_COLUMN
+};
+static_assert(std::size(kColumns) == std::size(kDefColumns),
+              "kColumns must list every column of trace_columns.def");
+constexpr bool columns_match() {
+  for (size_t i = 0; i < std::size(kColumns); i++)
+    if (!same_name(kColumns[i].name, kDefColumns[i])) return false;
+  return true;
+}
+static_assert(columns_match(), "kColumns must follow trace_columns.def's order");
 // A row group is one buffer; never let the Parquet writer split it.
 constexpr int64_t kMaxRowGroupLength = int64_t{1} << 40;
 
@@ -82,18 +145,24 @@ std::shared_ptr<parquet::WriterProperties> make_properties(int ncounters,
   parquet::WriterProperties::Builder b;
   b.memory_pool(arrow::system_memory_pool())
       ->compression(parquet::Compression::ZSTD)
-      ->compression_level(kZstdLevel)
-      ->max_row_group_length(kMaxRowGroupLength)
-      ->enable_dictionary();
-  for (const char *col : kDeltaColumns)
-    b.disable_dictionary(col)->encoding(col, parquet::Encoding::DELTA_BINARY_PACKED);
-  for (const char *col : kByteSplitColumns)
-    b.disable_dictionary(col)->encoding(col, parquet::Encoding::BYTE_STREAM_SPLIT);
+      ->max_row_group_length(kMaxRowGroupLength);
+  auto set = [&b](const std::string &col, Enc enc, int level, bool stats) {
+    b.compression_level(col, level);
+    if (!stats) b.disable_statistics(col);
+    switch (enc) {
+      case Enc::kDict: b.enable_dictionary(col); break;
+      case Enc::kPlain: b.disable_dictionary(col)->encoding(col, parquet::Encoding::PLAIN); break;
+      case Enc::kDelta:
+        b.disable_dictionary(col)->encoding(col, parquet::Encoding::DELTA_BINARY_PACKED);
+        break;
+      case Enc::kByteSplit:
+        b.disable_dictionary(col)->encoding(col, parquet::Encoding::BYTE_STREAM_SPLIT);
+        break;
+    }
+  };
+  for (const ColumnChoice &c : kColumns) set(c.name, c.enc, c.zstd_level, c.statistics);
   // Counters are cumulative per thread: deltas are small and positive.
-  for (int c = 0; c < ncounters; c++) {
-    std::string col = counter_column(names[c]);
-    b.disable_dictionary(col)->encoding(col, parquet::Encoding::DELTA_BINARY_PACKED);
-  }
+  for (int c = 0; c < ncounters; c++) set(counter_column(names[c]), Enc::kDelta, 3, true);
   return b.build();
 }
 
