@@ -43,6 +43,8 @@ gl_writer *gl_writer_open(const char *path, int ncounters, const char *const *co
                           char *err, size_t errlen);
 int gl_writer_write(gl_writer *w, uint32_t thread, const gl_event_t *events,
                     const int64_t *counters, size_t n, char *err, size_t errlen);
+int gl_writer_write_columns(gl_writer *w, uint32_t thread, const gl_event_columns *columns,
+                            size_t n, char *err, size_t errlen);
 int gl_writer_close(gl_writer *w, size_t nkv, const char *const *keys,
                     const char *const *values, char *err, size_t errlen);
 
@@ -162,8 +164,9 @@ static void append_image(char **buf, size_t *len, size_t *cap, const kvlist *kv,
  * before the thread starts, close after it stopped. */
 typedef struct job {
   uint32_t thread, n;
-  const gl_event_t *ev;
+  const gl_event_t *ev; /* rows (a raw block), or NULL: the columns */
   const int64_t *ctr;
+  gl_event_columns cols;
 } job;
 static struct {
   pthread_mutex_t mu;
@@ -185,7 +188,9 @@ static void *writer_main(void *arg) {
     int failed = pipe_.failed || pipe_.quit;
     pthread_mutex_unlock(&pipe_.mu);
     char err[1024] = "";
-    int rc = failed ? 0 : gl_writer_write(writer, j.thread, j.ev, j.ctr, j.n, err, sizeof err);
+    int rc = failed ? 0
+             : j.ev  ? gl_writer_write(writer, j.thread, j.ev, j.ctr, j.n, err, sizeof err)
+                     : gl_writer_write_columns(writer, j.thread, &j.cols, j.n, err, sizeof err);
     pthread_mutex_lock(&pipe_.mu);
     if (rc != 0 && !pipe_.failed) {
       pipe_.failed = 1;
@@ -219,10 +224,9 @@ static unsigned pipeline_next_buffer(void) {
   return (unsigned)(pipe_.submitted % 2);
 }
 
-static void pipeline_submit(uint32_t thread, const gl_event_t *ev, const int64_t *ctr,
-                            uint32_t n) {
+static void pipeline_submit(job j) {
   pthread_mutex_lock(&pipe_.mu);
-  pipe_.jobs[pipe_.submitted % 2] = (job){thread, n, ev, ctr};
+  pipe_.jobs[pipe_.submitted % 2] = j;
   pipe_.submitted++;
   pthread_cond_broadcast(&pipe_.cv);
   pthread_mutex_unlock(&pipe_.mu);
@@ -488,7 +492,8 @@ int main(int argc, char **argv) {
       damage = "the last block is cut short";
       break;
     }
-    const unsigned char *rows_at = buf;
+    const unsigned char *rows_at = buf; /* a raw block's rows; NULL: cols */
+    gl_event_columns cols;
     const char *bad = 0;
     if (b.encoding == GL_SPOOL_RAW) {
       if (need != raw_bytes) bad = "a raw block of the wrong size";
@@ -502,12 +507,22 @@ int main(int argc, char **argv) {
         rows_caps[k] = rows_cap;
         if (!rows_buf) die("out of memory for a block of %u events", b.nevents);
       }
-      gl_event_t *ev = (gl_event_t *)rows_buf;
-      int64_t *ctr = (int64_t *)(rows_buf + (size_t)b.nevents * sizeof(gl_event_t));
+      /* Decoded straight into columns, as the writer takes them: the 64-bit
+       * ones (counters too), then the narrower, all aligned. */
+      size_t n = b.nevents;
+      uint64_t *wide = (uint64_t *)rows_buf;
+      cols = (gl_event_columns){
+          .tsc = wide, .task = wide + n, .other = wide + 2 * n, .codeptr = wide + 3 * n,
+          .value = wide + 4 * n, .count = wide + 5 * n,
+          .counters = h.ncounters ? (int64_t *)(wide + 6 * n) : 0,
+          .kind = (uint32_t *)(wide + (6 + h.ncounters) * n)};
+      cols.cpu = (uint16_t *)(cols.kind + n);
+      cols.event = (uint8_t *)(cols.cpu + n);
+      cols.flags = cols.event + n;
       const char *why = 0;
-      if (gl_codec_decode(&codec, buf, need, b.nevents, h.ncounters, ev, ctr, &why) != 0)
+      if (gl_codec_decode_columns(&codec, buf, need, b.nevents, h.ncounters, &cols, &why) != 0)
         bad = why;
-      rows_at = rows_buf;
+      rows_at = 0;
     }
     if (bad) {
       /* Left out, its rows counted as lost; reading goes on if the next
@@ -527,10 +542,14 @@ int main(int argc, char **argv) {
       damage = bad;
       break;
     }
-    const gl_event_t *ev = (const gl_event_t *)rows_at;
-    const int64_t *ctr =
-        h.ncounters ? (const int64_t *)(rows_at + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
-    if (b.nevents) pipeline_submit(b.thread, ev, ctr, b.nevents);
+    if (b.nevents && rows_at) {
+      const gl_event_t *ev = (const gl_event_t *)rows_at;
+      const int64_t *ctr =
+          h.ncounters ? (const int64_t *)(rows_at + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
+      pipeline_submit((job){.thread = b.thread, .n = b.nevents, .ev = ev, .ctr = ctr});
+    } else if (b.nevents) {
+      pipeline_submit((job){.thread = b.thread, .n = b.nevents, .cols = cols});
+    }
     rows += b.nevents;
     groups += b.nevents > 0;
     if (!seen[b.thread]) seen[b.thread] = 1, threads_seen++;

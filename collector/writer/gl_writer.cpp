@@ -179,13 +179,13 @@ std::shared_ptr<parquet::WriterProperties> make_properties(int ncounters,
   return b.build();
 }
 
-// Wrap a scratch vector as a non-nullable Arrow array (no copy).
+// Wrap n values (a scratch vector, or the caller's column) as an Arrow
+// array, without copying.
 template <typename T>
-std::shared_ptr<arrow::Array> wrap(const std::shared_ptr<arrow::DataType> &type,
-                                   const std::vector<T> &v, size_t n,
-                                   std::shared_ptr<arrow::Buffer> validity = nullptr,
+std::shared_ptr<arrow::Array> wrap(const std::shared_ptr<arrow::DataType> &type, const T *v,
+                                   size_t n, std::shared_ptr<arrow::Buffer> validity = nullptr,
                                    int64_t null_count = 0) {
-  auto data = std::make_shared<arrow::Buffer>(reinterpret_cast<const uint8_t *>(v.data()),
+  auto data = std::make_shared<arrow::Buffer>(reinterpret_cast<const uint8_t *>(v),
                                               static_cast<int64_t>(n * sizeof(T)));
   return arrow::MakeArray(arrow::ArrayData::Make(type, static_cast<int64_t>(n),
                                                  {std::move(validity), std::move(data)},
@@ -218,6 +218,7 @@ struct gl_writer {
     for (auto &v : validity) v.resize((n + 7) / 8);
   }
 
+  // Rows (gl_writer_write): transposed into the scratch columns.
   arrow::Status write(uint32_t thread_index, const gl_event_t *ev, const int64_t *ctr,
                       size_t n) {
     resize(n);
@@ -233,14 +234,45 @@ struct gl_writer {
     }
 #undef GL_FROM_EVENT
 #undef GL_FROM_BUFFER
+    arrow::ArrayVector cols = {
+#define GL_COLUMN(name, type, source) wrap(arrow::type(), name.data(), n),
+#include "trace_columns.def"
+#undef GL_COLUMN
+    };
+    return write_group(std::move(cols), ctr, n, static_cast<size_t>(ncounters), 1);
+  }
+
+  // Columns (gl_writer_write_columns): wrapped as they are; the thread
+  // column, which no event carries, from scratch.
+  arrow::Status write_columns(uint32_t thread_index, const gl_event_columns &c, size_t n) {
+    const uint16_t th = static_cast<uint16_t>(thread_index);
+#define GL_FROM_EVENT(name, type) wrap(arrow::type(), c.name, n)
+#define GL_FROM_BUFFER(name, type) (name.assign(n, th), wrap(arrow::type(), name.data(), n))
+    arrow::ArrayVector cols = {
+#define GL_COLUMN(name, type, source) GL_FROM_##source(name, type),
+#include "trace_columns.def"
+#undef GL_COLUMN
+    };
+#undef GL_FROM_EVENT
+#undef GL_FROM_BUFFER
+    return write_group(std::move(cols), c.counters, n, 1, n);
+  }
+
+  // One row group: the fixed columns, then the counters, counter k of row i
+  // at ctr[i * row_stride + k * counter_stride], INT64_MIN meaning null.
+  arrow::Status write_group(arrow::ArrayVector cols, const int64_t *ctr, size_t n,
+                            size_t row_stride, size_t counter_stride) {
+    for (auto &v : counters) v.resize(n);
+    for (auto &v : validity) v.resize((n + 7) / 8);
     std::vector<int64_t> null_counts(ncounters, 0);
     for (int c = 0; c < ncounters; c++) {
       int64_t *dst = counters[c].data();
       uint8_t *bits = validity[c].data();
+      const int64_t *src = ctr + static_cast<size_t>(c) * counter_stride;
       std::memset(bits, 0, validity[c].size());
       int64_t nulls = 0;
       for (size_t i = 0; i < n; i++) {
-        int64_t x = ctr[i * ncounters + c];
+        int64_t x = src[i * row_stride];
         bool valid = x != INT64_MIN;
         dst[i] = valid ? x : 0;
         bits[i >> 3] |= static_cast<uint8_t>(valid) << (i & 7);
@@ -252,17 +284,13 @@ struct gl_writer {
     // One buffered row group per call, all columns in one record batch: the
     // writer then encodes and compresses the columns in parallel on Arrow's
     // CPU pool (use_threads), and flushes the group at the next call/Close.
-    arrow::ArrayVector cols = {
-#define GL_COLUMN(name, type, source) wrap(arrow::type(), name, n),
-#include "trace_columns.def"
-#undef GL_COLUMN
-    };
     for (int c = 0; c < ncounters; c++) {
       std::shared_ptr<arrow::Buffer> bitmap;
       if (null_counts[c] > 0)
         bitmap = std::make_shared<arrow::Buffer>(validity[c].data(),
                                                  static_cast<int64_t>(validity[c].size()));
-      cols.push_back(wrap(arrow::int64(), counters[c], n, std::move(bitmap), null_counts[c]));
+      cols.push_back(
+          wrap(arrow::int64(), counters[c].data(), n, std::move(bitmap), null_counts[c]));
     }
     ARROW_RETURN_NOT_OK(file->NewBufferedRowGroup());
     auto batch = arrow::RecordBatch::Make(file->schema(), static_cast<int64_t>(n), cols);
@@ -333,26 +361,31 @@ __attribute__((visibility("default"))) gl_writer *gl_writer_open(
   return nullptr;
 }
 
-__attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_t thread,
-                                                           const gl_event_t *events,
-                                                           const int64_t *counters,
-                                                           size_t n, char *err,
-                                                           size_t errlen) {
+}  // extern "C"
+
+namespace {
+
+// gl_writer_write and gl_writer_write_columns: the checks, `write` the row
+// group, the errors.
+template <typename Write>
+int write_entry(const char *fn, gl_writer *w, uint32_t thread, bool have_events,
+                bool have_counters, size_t n, char *err, size_t errlen, Write write) {
   try {
     if (w == nullptr || !w->file) {
-      set_error(err, errlen, "gl_writer_write: writer is not open");
+      set_error(err, errlen, std::string(fn) + ": writer is not open");
       return -1;
     }
-    if (n > 0 && events == nullptr) {
-      set_error(err, errlen, "gl_writer_write: events is NULL");
+    if (n > 0 && !have_events) {
+      set_error(err, errlen, std::string(fn) + ": events is NULL");
       return -1;
     }
-    if (n > 0 && w->ncounters > 0 && counters == nullptr) {
-      set_error(err, errlen, "gl_writer_write: counters is NULL but the file has counter columns");
+    if (n > 0 && w->ncounters > 0 && !have_counters) {
+      set_error(err, errlen, std::string(fn) +
+                                 ": counters is NULL but the file has counter columns");
       return -1;
     }
     if (thread > UINT16_MAX) {
-      set_error(err, errlen, "gl_writer_write: thread index " + std::to_string(thread) +
+      set_error(err, errlen, std::string(fn) + ": thread index " + std::to_string(thread) +
                                  " does not fit the uint16 thread column");
       return -1;
     }
@@ -360,7 +393,7 @@ __attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_
       set_error(err, errlen, "writer for " + w->path + " unusable after: " + w->broken);
       return -1;
     }
-    arrow::Status st = w->write(thread, events, counters, n);
+    arrow::Status st = write();
     if (!st.ok()) {
       w->broken = "writing row group to " + w->path + ": " + st.ToString();
       set_error(err, errlen, w->broken);
@@ -368,11 +401,40 @@ __attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_
     }
     return 0;
   } catch (const std::exception &e) {
-    set_error(err, errlen, std::string("gl_writer_write: ") + e.what());
+    set_error(err, errlen, std::string(fn) + ": " + e.what());
   } catch (...) {
-    set_error(err, errlen, "gl_writer_write: unknown C++ exception");
+    set_error(err, errlen, std::string(fn) + ": unknown C++ exception");
   }
   return -1;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_t thread,
+                                                           const gl_event_t *events,
+                                                           const int64_t *counters,
+                                                           size_t n, char *err,
+                                                           size_t errlen) {
+  return write_entry("gl_writer_write", w, thread, events != nullptr, counters != nullptr, n,
+                     err, errlen, [&] { return w->write(thread, events, counters, n); });
+}
+
+__attribute__((visibility("default"))) int gl_writer_write_columns(
+    gl_writer *w, uint32_t thread, const gl_event_columns *columns, size_t n, char *err,
+    size_t errlen) {
+  bool have = columns != nullptr;
+#define GL_FROM_EVENT(name) have = have && columns->name != nullptr;
+#define GL_FROM_BUFFER(name)
+#define GL_COLUMN(name, type, source) GL_FROM_##source(name)
+#include "trace_columns.def"
+#undef GL_COLUMN
+#undef GL_FROM_EVENT
+#undef GL_FROM_BUFFER
+  return write_entry("gl_writer_write_columns", w, thread, have,
+                     columns != nullptr && columns->counters != nullptr, n, err, errlen,
+                     [&] { return w->write_columns(thread, *columns, n); });
 }
 
 __attribute__((visibility("default"))) int gl_writer_close(gl_writer *w, size_t nkv,
