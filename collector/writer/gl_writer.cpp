@@ -4,14 +4,16 @@
 // the run and in its own process, so applications never load C++/Arrow. (The
 // native tests still dlopen() it, as the collector once did.) Each
 // gl_writer_write call turns one thread's buffer (array of gl_event_t) into
-// one Parquet row group with the columns of docs/trace-format.md.
+// one Parquet row group with the columns of docs/trace-format.md;
+// gl_writer_write_columns does the same from columns (gl_event_columns: the
+// converter decodes compact blocks straight into them).
 //
 // Design notes:
 // - No exception may cross the C ABI: every entry point catches everything and
 //   reports through (err, errlen) plus a return code.
-// - The per-call transposition from rows (gl_event_t) to columns goes into
-//   scratch vectors owned by the writer and reused across calls; Arrow arrays
-//   wrap those vectors without copying.
+// - gl_writer_write transposes rows (gl_event_t) into scratch vectors owned
+//   by the writer and reused across calls; Arrow arrays wrap those vectors,
+//   or gl_writer_write_columns' arrays, without copying.
 // - Buffers come from Arrow's jemalloc pool (writer_pool): glibc malloc's
 //   arenas fragmented until the resident memory grew with the trace. (The
 //   jemalloc pool once failed to initialise when first used on a libomp
