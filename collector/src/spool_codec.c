@@ -168,7 +168,7 @@ static inline uint8_t get_byte(reader *r) {
 }
 
 /* LEB128, at most 10 bytes, the 10th holding bit 63 only. */
-static inline uint64_t get(reader *r) {
+static __attribute__((noinline)) uint64_t get_long(reader *r) {
   uint64_t v = 0;
   for (unsigned shift = 0; shift < 70; shift += 7) {
     if (r->p >= r->end) break;
@@ -179,6 +179,11 @@ static inline uint64_t get(reader *r) {
   }
   r->bad = 1;
   return 0;
+}
+/* One byte (most numbers) inline, longer ones in get_long. */
+static inline uint64_t get(reader *r) {
+  if (__builtin_expect(r->p < r->end && *r->p < 0x80, 1)) return *r->p++;
+  return get_long(r);
 }
 
 /* Into rows (ev, ctr) or, when ev is NULL, into columns (cols): inlined
