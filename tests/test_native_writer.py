@@ -144,11 +144,26 @@ def test_zstd_and_encodings(known_trace):
     by_name = {rg.column(c).path_in_schema: rg.column(c) for c in range(rg.num_columns)}
     for col in by_name.values():
         assert col.compression == "ZSTD"
-    for name in ["tsc", "task", "counter:task-clock"]:
-        assert "DELTA_BINARY_PACKED" in by_name[name].encodings, name
-    assert "BYTE_STREAM_SPLIT" in by_name["other"].encodings
-    for name in ["event", "cpu", "codeptr", "kind", "flags"]:
-        assert "RLE_DICTIONARY" in by_name[name].encodings, name
+    # The deliberate per-column choices of gl_writer.cpp (kColumns, with the
+    # measured figures): deltas for what grows or varies, byte streams for
+    # `other` and the small-valued event/kind, a dictionary for the few return
+    # addresses, PLAIN + zstd for the near-constant thread/cpu/flags.
+    expected = {"tsc": "DELTA_BINARY_PACKED", "task": "DELTA_BINARY_PACKED",
+                "value": "DELTA_BINARY_PACKED", "count": "DELTA_BINARY_PACKED",
+                "counter:task-clock": "DELTA_BINARY_PACKED",
+                "other": "BYTE_STREAM_SPLIT", "event": "BYTE_STREAM_SPLIT",
+                "kind": "BYTE_STREAM_SPLIT", "codeptr": "RLE_DICTIONARY",
+                "thread": "PLAIN", "cpu": "PLAIN", "flags": "PLAIN"}
+    for name, encoding in expected.items():
+        assert encoding in by_name[name].encodings, (name, by_name[name].encodings)
+        if encoding != "RLE_DICTIONARY":
+            assert "RLE_DICTIONARY" not in by_name[name].encodings, name
+    # Statistics where a reader could prune by them (time, thread, event
+    # kinds), not for ids, addresses and event-specific values.
+    for name in ["tsc", "thread", "event", "cpu", "kind", "flags"]:
+        assert by_name[name].is_stats_set, name
+    for name in ["task", "other", "codeptr", "value", "count"]:
+        assert not by_name[name].is_stats_set, name
 
 
 def test_unwritable_path_is_one_line_error(tmp_path):

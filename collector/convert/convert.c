@@ -9,8 +9,9 @@
  * grainlab.trace.load on a spool left by a killed run), it takes the lock
  * itself, waiting while another process holds it.
  *
- * Streams block by block (memory: one block), one Parquet row group per
- * block, through the writer shim (libgrainwriter.so). The file metadata is
+ * Streams block by block, one Parquet row group per block, through the
+ * writer shim (libgrainwriter.so), on a thread of its own: the main thread
+ * reads and decodes the next block meanwhile (memory: two blocks). The file metadata is
  * the header's key/value pairs overridden by the trailer's, plus what only
  * the whole spool tells: the clock rate (from the (tsc, monotonic) pairs),
  * the row group count and, when the run ended without a trailer (SIGKILL),
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,8 @@ gl_writer *gl_writer_open(const char *path, int ncounters, const char *const *co
                           char *err, size_t errlen);
 int gl_writer_write(gl_writer *w, uint32_t thread, const gl_event_t *events,
                     const int64_t *counters, size_t n, char *err, size_t errlen);
+int gl_writer_write_columns(gl_writer *w, uint32_t thread, const gl_event_columns *columns,
+                            size_t n, char *err, size_t errlen);
 int gl_writer_close(gl_writer *w, size_t nkv, const char *const *keys,
                     const char *const *values, char *err, size_t errlen);
 
@@ -51,6 +55,8 @@ int gl_writer_close(gl_writer *w, size_t nkv, const char *const *keys,
 static const char *spool_path, *out_path;
 static char tmp_path[4096 + 8];
 static gl_writer *writer;
+
+static void pipeline_stop(void);
 
 static void die(const char *fmt, ...) {
   char msg[1024];
@@ -64,6 +70,7 @@ static void die(const char *fmt, ...) {
   const char *quiet = getenv("GRAINLAB_QUIET");
   if (!(quiet && strcmp(quiet, "1") == 0))
     fprintf(stderr, "grainlab: cannot convert %s: %s\n", spool_path, msg);
+  pipeline_stop(); /* no write in flight when the writer is closed */
   if (writer) {
     char err[256];
     gl_writer_close(writer, 0, 0, 0, err, sizeof err);
@@ -146,6 +153,95 @@ static void append_image(char **buf, size_t *len, size_t *cap, const kvlist *kv,
   images_map_at = *len;
   append_json(buf, len, cap, map ? map : "[]");
   append_json(buf, len, cap, "}");
+}
+
+/* ------------------------------------------------------------ writing */
+
+/* Blocks go to the writer thread through a ring of two jobs: job k uses
+ * buffer k % 2, so the main thread decodes block k + 1 while block k is
+ * written, and waits before it reuses the buffer of block k - 1 until that
+ * block is written. The writer shim is called by one thread at a time: open
+ * before the thread starts, close after it stopped. */
+typedef struct job {
+  uint32_t thread, n;
+  const gl_event_t *ev; /* rows (a raw block), or NULL: the columns */
+  const int64_t *ctr;
+  gl_event_columns cols;
+} job;
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t thread;
+  int running, quit, failed;
+  uint64_t submitted, written; /* jobs */
+  job jobs[2];
+  char err[1024]; /* the first failure */
+} pipe_ = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&pipe_.mu);
+  for (;;) {
+    while (pipe_.written == pipe_.submitted && !pipe_.quit) pthread_cond_wait(&pipe_.cv, &pipe_.mu);
+    if (pipe_.written == pipe_.submitted) break; /* quit, nothing left */
+    job j = pipe_.jobs[pipe_.written % 2];
+    int failed = pipe_.failed || pipe_.quit;
+    pthread_mutex_unlock(&pipe_.mu);
+    char err[1024] = "";
+    int rc = failed ? 0
+             : j.ev  ? gl_writer_write(writer, j.thread, j.ev, j.ctr, j.n, err, sizeof err)
+                     : gl_writer_write_columns(writer, j.thread, &j.cols, j.n, err, sizeof err);
+    pthread_mutex_lock(&pipe_.mu);
+    if (rc != 0 && !pipe_.failed) {
+      pipe_.failed = 1;
+      memcpy(pipe_.err, err, sizeof err);
+    }
+    pipe_.written++;
+    pthread_cond_broadcast(&pipe_.cv);
+  }
+  pthread_mutex_unlock(&pipe_.mu);
+  return 0;
+}
+
+static void pipeline_start(void) {
+  int rc = pthread_create(&pipe_.thread, 0, writer_main, 0);
+  if (rc != 0) die("cannot start the writer thread: %s", strerror(rc));
+  pipe_.running = 1;
+}
+
+/* Wait until at most `outstanding` jobs are unwritten; die on a failed write. */
+static void pipeline_wait(uint64_t outstanding) {
+  pthread_mutex_lock(&pipe_.mu);
+  while (pipe_.submitted - pipe_.written > outstanding) pthread_cond_wait(&pipe_.cv, &pipe_.mu);
+  int failed = pipe_.failed;
+  pthread_mutex_unlock(&pipe_.mu);
+  if (failed) die("%s", pipe_.err);
+}
+
+/* The buffer (0 or 1) the next job will use, free once this returns. */
+static unsigned pipeline_next_buffer(void) {
+  pipeline_wait(1);
+  return (unsigned)(pipe_.submitted % 2);
+}
+
+static void pipeline_submit(job j) {
+  pthread_mutex_lock(&pipe_.mu);
+  pipe_.jobs[pipe_.submitted % 2] = j;
+  pipe_.submitted++;
+  pthread_cond_broadcast(&pipe_.cv);
+  pthread_mutex_unlock(&pipe_.mu);
+}
+
+/* Stop the writer thread: after the job it is writing (die()), or, from
+ * the main loop's end, after every job (pipeline_wait(0) first). */
+static void pipeline_stop(void) {
+  if (!pipe_.running) return; /* die() runs on the main thread only */
+  pthread_mutex_lock(&pipe_.mu);
+  pipe_.quit = 1;
+  pthread_cond_broadcast(&pipe_.cv);
+  pthread_mutex_unlock(&pipe_.mu);
+  pthread_join(pipe_.thread, 0);
+  pipe_.running = 0;
 }
 
 /* ------------------------------------------------------------ reading */
@@ -282,8 +378,9 @@ int main(int argc, char **argv) {
    * shorter and always raw. */
   size_t row_bytes = sizeof(gl_event_t) + h.ncounters * sizeof(int64_t);
   size_t block_bytes = h.version >= 2 ? sizeof(gl_spool_block) : GL_SPOOL_BLOCK_V1_BYTES;
-  unsigned char *buf = 0, *rows_buf = 0; /* a block's payload; its decoded rows */
-  size_t buf_cap = 0, rows_cap = 0;
+  /* A block's payload and its decoded rows, one pair per job in flight. */
+  unsigned char *bufs[2] = {0, 0}, *rows_bufs[2] = {0, 0};
+  size_t buf_caps[2] = {0, 0}, rows_caps[2] = {0, 0};
   static gl_codec_state codec;
   uint64_t off = h.header_bytes, rows = 0, groups = 0, lost = 0;
   uint64_t last_tsc = 0, last_mono = 0, bad_blocks = 0, first_bad_at = 0;
@@ -300,6 +397,7 @@ int main(int argc, char **argv) {
   if (!images) die("out of memory");
   images_len = (size_t)snprintf(images, images_cap, "[");
   append_image(&images, &images_len, &images_cap, &meta, 0);
+  pipeline_start();
   while (off < file_size) {
     unsigned char head[sizeof(gl_spool_block)];
     size_t got = read_at(head, sizeof head, off);
@@ -379,10 +477,14 @@ int main(int argc, char **argv) {
       damage = "the last block is cut short";
       break;
     }
+    unsigned k = pipeline_next_buffer();
+    unsigned char *buf = bufs[k], *rows_buf = rows_bufs[k];
+    size_t buf_cap = buf_caps[k], rows_cap = rows_caps[k];
     if (need > buf_cap) {
       free(buf);
       buf_cap = need;
-      buf = malloc(buf_cap);
+      bufs[k] = buf = malloc(buf_cap);
+      buf_caps[k] = buf_cap;
       if (!buf) die("out of memory for a block of %u events", b.nevents);
     }
     if (read_at(buf, need, off + block_bytes) < need) {
@@ -390,7 +492,8 @@ int main(int argc, char **argv) {
       damage = "the last block is cut short";
       break;
     }
-    const unsigned char *rows_at = buf;
+    const unsigned char *rows_at = buf; /* a raw block's rows; NULL: cols */
+    gl_event_columns cols;
     const char *bad = 0;
     if (b.encoding == GL_SPOOL_RAW) {
       if (need != raw_bytes) bad = "a raw block of the wrong size";
@@ -400,15 +503,26 @@ int main(int argc, char **argv) {
       if (!rows_buf || raw_bytes > rows_cap) {
         free(rows_buf);
         rows_cap = raw_bytes ? (size_t)raw_bytes : 1;
-        rows_buf = malloc(rows_cap);
+        rows_bufs[k] = rows_buf = malloc(rows_cap);
+        rows_caps[k] = rows_cap;
         if (!rows_buf) die("out of memory for a block of %u events", b.nevents);
       }
-      gl_event_t *ev = (gl_event_t *)rows_buf;
-      int64_t *ctr = (int64_t *)(rows_buf + (size_t)b.nevents * sizeof(gl_event_t));
+      /* Decoded straight into columns, as the writer takes them: the 64-bit
+       * ones (counters too), then the narrower, all aligned. */
+      size_t n = b.nevents;
+      uint64_t *wide = (uint64_t *)rows_buf;
+      cols = (gl_event_columns){
+          .tsc = wide, .task = wide + n, .other = wide + 2 * n, .codeptr = wide + 3 * n,
+          .value = wide + 4 * n, .count = wide + 5 * n,
+          .counters = h.ncounters ? (int64_t *)(wide + 6 * n) : 0,
+          .kind = (uint32_t *)(wide + (6 + h.ncounters) * n)};
+      cols.cpu = (uint16_t *)(cols.kind + n);
+      cols.event = (uint8_t *)(cols.cpu + n);
+      cols.flags = cols.event + n;
       const char *why = 0;
-      if (gl_codec_decode(&codec, buf, need, b.nevents, h.ncounters, ev, ctr, &why) != 0)
+      if (gl_codec_decode_columns(&codec, buf, need, b.nevents, h.ncounters, &cols, &why) != 0)
         bad = why;
-      rows_at = rows_buf;
+      rows_at = 0;
     }
     if (bad) {
       /* Left out, its rows counted as lost; reading goes on if the next
@@ -428,19 +542,23 @@ int main(int argc, char **argv) {
       damage = bad;
       break;
     }
-    const gl_event_t *ev = (const gl_event_t *)rows_at;
-    const int64_t *ctr =
-        h.ncounters ? (const int64_t *)(rows_at + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
-    if (b.nevents && gl_writer_write(writer, b.thread, ev, ctr, b.nevents, err, sizeof err) != 0)
-      die("%s", err);
+    if (b.nevents && rows_at) {
+      const gl_event_t *ev = (const gl_event_t *)rows_at;
+      const int64_t *ctr =
+          h.ncounters ? (const int64_t *)(rows_at + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
+      pipeline_submit((job){.thread = b.thread, .n = b.nevents, .ev = ev, .ctr = ctr});
+    } else if (b.nevents) {
+      pipeline_submit((job){.thread = b.thread, .n = b.nevents, .cols = cols});
+    }
     rows += b.nevents;
     groups += b.nevents > 0;
     if (!seen[b.thread]) seen[b.thread] = 1, threads_seen++;
     if (b.monotonic_ns > last_mono) last_tsc = b.tsc, last_mono = b.monotonic_ns;
     off += block_bytes + need;
   }
-  free(rows_buf);
-  free(buf);
+  pipeline_wait(0); /* every block written (or die) */
+  pipeline_stop();
+  for (unsigned k = 0; k < 2; k++) free(rows_bufs[k]), free(bufs[k]);
 
   if (segments > 1) {
     /* The last image's load map is the fresh one its end record carries. */

@@ -57,7 +57,7 @@ typedef struct gl_event {
 
 /* ---- Writer shim ABI (collector/writer, C++ on libarrow/libparquet). ----
  * Used by grainlab-convert (collector/convert), after the run, in its own
- * process: the application never loads C++ or Arrow. Single-threaded use:
+ * process: the application never loads C++ or Arrow. One thread at a time:
  * the shim need not be thread-safe. */
 typedef struct gl_writer gl_writer;
 
@@ -73,6 +73,21 @@ typedef int (*gl_writer_write_fn)(gl_writer *w, uint32_t thread,
                                   const gl_event_t *events,
                                   const int64_t *counters, size_t n,
                                   char *err, size_t errlen);
+/* One block's events as columns: one array of n values per gl_event_t
+ * field, and the counters column by column (counter k's n values at
+ * counters + k*n, INT64_MIN meaning null; NULL when ncounters == 0). */
+typedef struct gl_event_columns {
+  uint64_t *tsc, *task, *other, *codeptr, *value, *count;
+  uint32_t *kind;
+  uint16_t *cpu;
+  uint8_t *event, *flags;
+  int64_t *counters;
+} gl_event_columns;
+/* gl_writer_write for events already in columns (what the converter decodes
+ * compact blocks into): the same row group, without the transposition. */
+typedef int (*gl_writer_write_columns_fn)(gl_writer *w, uint32_t thread,
+                                          const gl_event_columns *columns, size_t n,
+                                          char *err, size_t errlen);
 /* Write the footer with key/value file metadata and close. Returns 0 on success. */
 typedef int (*gl_writer_close_fn)(gl_writer *w, size_t nkv,
                                   const char *const *keys,
@@ -81,6 +96,7 @@ typedef int (*gl_writer_close_fn)(gl_writer *w, size_t nkv,
 
 #define GL_WRITER_OPEN_SYM "gl_writer_open"
 #define GL_WRITER_WRITE_SYM "gl_writer_write"
+#define GL_WRITER_WRITE_COLUMNS_SYM "gl_writer_write_columns"
 #define GL_WRITER_CLOSE_SYM "gl_writer_close"
 
 #ifdef __cplusplus

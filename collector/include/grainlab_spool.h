@@ -10,7 +10,8 @@
  * thread, or the flushing thread itself, never the recording hot path — or
  * kept raw (GL_SPOOL_RAW: in signal handlers, with
  * GRAINLAB_SPOOL_ENCODING=raw, or when encoding would not halve the block).
- * The converter reads the spool one block at a time. docs/trace-format.md
+ * The converter reads the spool one block at a time (two in memory: it
+ * decodes one while the other is written). docs/trace-format.md
  * ("The spool", "Compact blocks") describes the life cycle and the encoding;
  * this file is the byte layout.
  *

@@ -168,7 +168,7 @@ static inline uint8_t get_byte(reader *r) {
 }
 
 /* LEB128, at most 10 bytes, the 10th holding bit 63 only. */
-static inline uint64_t get(reader *r) {
+static __attribute__((noinline)) uint64_t get_long(reader *r) {
   uint64_t v = 0;
   for (unsigned shift = 0; shift < 70; shift += 7) {
     if (r->p >= r->end) break;
@@ -180,9 +180,19 @@ static inline uint64_t get(reader *r) {
   r->bad = 1;
   return 0;
 }
+/* One byte (most numbers) inline, longer ones in get_long. */
+static inline uint64_t get(reader *r) {
+  if (__builtin_expect(r->p < r->end && *r->p < 0x80, 1)) return *r->p++;
+  return get_long(r);
+}
 
-int gl_codec_decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t n, uint32_t nc,
-                    gl_event_t *ev, int64_t *ctr, const char **why) {
+/* Into rows (ev, ctr) or, when ev is NULL, into columns (cols): inlined
+ * into both entry points, so each has its own loop without the test. */
+static inline __attribute__((always_inline)) int decode(gl_codec_state *st, const uint8_t *in,
+                                                        size_t len, uint32_t n, uint32_t nc,
+                                                        gl_event_t *ev, int64_t *ctr,
+                                                        const gl_event_columns *cols,
+                                                        const char **why) {
   reset(st);
   reader r = {in, in + len, 0};
   if (nc > GL_MAX_COUNTERS) {
@@ -213,7 +223,7 @@ int gl_codec_decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t 
       *why = "unknown bits in a row's extras byte";
       return -1;
     }
-    gl_event_t *e = &ev[i];
+    gl_event_t row, *e = &row;
     memset(e, 0, sizeof *e);
     e->event = y->event;
     e->flags = y->flags;
@@ -231,15 +241,31 @@ int gl_codec_decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t 
       return -1;
     }
     e->cpu = (uint16_t)cpu;
-    int64_t *c = nc ? &ctr[(size_t)i * nc] : 0;
+    if (ev) {
+      ev[i] = row;
+    } else {
+      cols->tsc[i] = e->tsc;
+      cols->task[i] = e->task;
+      cols->other[i] = e->other;
+      cols->codeptr[i] = e->codeptr;
+      cols->value[i] = e->value;
+      cols->count[i] = e->count;
+      cols->kind[i] = e->kind;
+      cols->cpu[i] = e->cpu;
+      cols->event[i] = e->event;
+      cols->flags[i] = e->flags;
+    }
     for (uint32_t k = 0; k < nc; k++) {
-      if (nulls >> k & 1u) {
-        c[k] = INT64_MIN;
-      } else {
-        c[k] = (int64_t)((uint64_t)st->last_ctr[k] + unzigzag(get(&r)));
-        if (c[k] == INT64_MIN) r.bad = 1; /* the null value is never a delta's result */
-        st->last_ctr[k] = c[k];
+      int64_t c = INT64_MIN;
+      if (!(nulls >> k & 1u)) {
+        c = (int64_t)((uint64_t)st->last_ctr[k] + unzigzag(get(&r)));
+        if (c == INT64_MIN) r.bad = 1; /* the null value is never a delta's result */
+        st->last_ctr[k] = c;
       }
+      if (ev)
+        ctr[(size_t)i * nc + k] = c;
+      else
+        cols->counters[(size_t)k * n + i] = c;
     }
     if (r.bad) break;
     remember(st, y, e, nulls);
@@ -253,6 +279,16 @@ int gl_codec_decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t 
     return -1;
   }
   return 0;
+}
+
+int gl_codec_decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t n, uint32_t nc,
+                    gl_event_t *ev, int64_t *ctr, const char **why) {
+  return decode(st, in, len, n, nc, ev, ctr, 0, why);
+}
+
+int gl_codec_decode_columns(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t n,
+                            uint32_t nc, const gl_event_columns *cols, const char **why) {
+  return decode(st, in, len, n, nc, 0, 0, cols, why);
 }
 
 /* ------------------------------------------------------------ check */

@@ -50,6 +50,11 @@ size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *
 int gl_codec_decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t n, uint32_t nc,
                     gl_event_t *ev, int64_t *ctr, const char **why);
 
+/* The same, into columns (grainlab_event.h): each array of `cols` holds n
+ * values, cols->counters n*nc (counter k at cols->counters + k*n). */
+int gl_codec_decode_columns(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t n,
+                            uint32_t nc, const gl_event_columns *cols, const char **why);
+
 /* The check value of a block: a 64-bit multiply-xorshift hash over the
  * block header (with `check` taken as 0) and its payload, folded to 32 bits.
  * A change confined to one aligned 8-byte word is always detected. */

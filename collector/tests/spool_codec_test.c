@@ -88,6 +88,30 @@ static size_t roundtrip(const gl_event_t *ev, const int64_t *ctr, uint32_t n, ui
     if (memcmp(&ev[i], &back[i], sizeof *back) != 0) fail("row differs after a round trip%s: %" PRIu64, "", i);
   if (nc && memcmp(ctr, cback, (size_t)n * nc * 8) != 0) fail("counters differ%s%.0" PRIu64,
                                                              "", 0);
+  /* The same payload into columns (what grainlab-convert does). */
+  size_t m = (size_t)n + 1;
+  uint64_t *wide = malloc(m * (6 + nc) * 8);
+  uint32_t *kind = malloc(m * 4);
+  uint16_t *cpu = malloc(m * 2);
+  uint8_t *narrow = malloc(m * 2);
+  if (!wide || !kind || !cpu || !narrow) fail("out of memory%s%.0" PRIu64, "", 0);
+  gl_event_columns cols = {wide, wide + m, wide + 2 * m, wide + 3 * m, wide + 4 * m,
+                           wide + 5 * m, kind, cpu, narrow, narrow + m,
+                           nc ? (int64_t *)(wide + 6 * m) : 0};
+  if (gl_codec_decode_columns(&st_dec, out, len, n, nc, &cols, &why) != 0)
+    fail("decoding what was encoded into columns failed: %s%.0" PRIu64, why, 0);
+  for (uint32_t i = 0; i < n; i++) {
+    const gl_event_t *e = &ev[i];
+    if (cols.tsc[i] != e->tsc || cols.task[i] != e->task || cols.other[i] != e->other ||
+        cols.codeptr[i] != e->codeptr || cols.value[i] != e->value ||
+        cols.count[i] != e->count || cols.kind[i] != e->kind || cols.cpu[i] != e->cpu ||
+        cols.event[i] != e->event || cols.flags[i] != e->flags)
+      fail("a column differs after a round trip%s: row %" PRIu64, "", i);
+    for (uint32_t k = 0; k < nc; k++)
+      if (cols.counters[(size_t)k * n + i] != ctr[(size_t)i * nc + k])
+        fail("a counter column differs after a round trip%s: row %" PRIu64, "", i);
+  }
+  free(wide), free(kind), free(cpu), free(narrow);
   free(out);
   free(back);
   free(cback);
@@ -355,6 +379,13 @@ static int cmd_fuzz(long count, uint64_t seed) {
   enum { SLACK = 16 }; /* damaged row counts go up to N + 9 */
   gl_event_t *ev = malloc(N * sizeof *ev), *back = malloc((N + SLACK) * sizeof *back);
   int64_t *ctr = malloc(N * NC * 8), *cback = malloc((N + SLACK) * NC * 8);
+  enum { M = N + SLACK };
+  uint64_t *wide = malloc(M * (6 + NC) * 8);
+  uint32_t *kind = malloc(M * 4);
+  uint16_t *cpu = malloc(M * 2);
+  uint8_t *narrow = malloc(M * 2);
+  gl_event_columns cols = {wide, wide + M, wide + 2 * M, wide + 3 * M, wide + 4 * M,
+                           wide + 5 * M, kind, cpu, narrow, narrow + M, (int64_t *)(wide + 6 * M)};
   /* a fib-like stream: few symbols, small deltas */
   uint64_t id = 1ull << 40;
   for (uint32_t i = 0; i < N; i++) {
@@ -391,13 +422,19 @@ static int cmd_fuzz(long count, uint64_t seed) {
         break;
       default: n = (uint32_t)(rnd() % (N + 10)); bad[rnd() % len] ^= 0x80; break;
     }
-    const char *why = 0;
-    if (gl_codec_decode(&st_dec, bad, blen, n, NC, back, cback, &why) == 0) decoded++;
+    const char *why = 0, *why_cols = 0;
+    int as_rows = gl_codec_decode(&st_dec, bad, blen, n, NC, back, cback, &why);
+    if (gl_codec_decode_columns(&st_dec, bad, blen, n, NC, &cols, &why_cols) != as_rows ||
+        (as_rows != 0 && why != why_cols))
+      fail("decoding into columns judges a damaged payload otherwise%s (case %" PRIu64 ")", "",
+           (uint64_t)k);
+    if (as_rows == 0) decoded++;
     else if (!why || !*why) fail("a refusal%s without a reason (case %" PRIu64 ")", "",
                                  (uint64_t)k);
     else refused++;
   }
   free(ev), free(back), free(ctr), free(cback), free(good), free(bad);
+  free(wide), free(kind), free(cpu), free(narrow);
   printf("fuzz: %ld damaged payloads, %ld refused, %ld decoded (damage that is still a valid "
          "encoding: the block check catches it)\n", count, refused, decoded);
   return 0;

@@ -4,23 +4,29 @@
 // the run and in its own process, so applications never load C++/Arrow. (The
 // native tests still dlopen() it, as the collector once did.) Each
 // gl_writer_write call turns one thread's buffer (array of gl_event_t) into
-// one Parquet row group with the columns of docs/trace-format.md.
+// one Parquet row group with the columns of docs/trace-format.md;
+// gl_writer_write_columns does the same from columns (gl_event_columns: the
+// converter decodes compact blocks straight into them).
 //
 // Design notes:
 // - No exception may cross the C ABI: every entry point catches everything and
 //   reports through (err, errlen) plus a return code.
-// - The per-call transposition from rows (gl_event_t) to columns goes into
-//   scratch vectors owned by the writer and reused across calls; Arrow arrays
-//   wrap those vectors without copying.
-// - Buffers come from Arrow's system (malloc) pool: the default
-//   jemalloc/mimalloc pool failed to initialise when first used on a libomp
-//   worker thread (where the collector used to write); the plain pool is
-//   fine everywhere.
-// - Encodings are chosen for a small file (measured on fib traces): the clock,
-//   task ids and counters increase within a thread, so they use
-//   DELTA_BINARY_PACKED; `other` uses BYTE_STREAM_SPLIT; the remaining
-//   columns have few distinct values per row group and use dictionary + RLE.
-//   Everything is then zstd-compressed (level 3).
+// - gl_writer_write transposes rows (gl_event_t) into scratch vectors owned
+//   by the writer and reused across calls; Arrow arrays wrap those vectors,
+//   or gl_writer_write_columns' arrays, without copying.
+// - Buffers come from Arrow's jemalloc pool (writer_pool): glibc malloc's
+//   arenas fragmented until the resident memory grew with the trace. (The
+//   jemalloc pool once failed to initialise when first used on a libomp
+//   worker thread, where the collector used to write; the converter is a
+//   process of its own and falls back to the system pool if it must.)
+// - Encodings, zstd levels and statistics are chosen per column (kColumns,
+//   with the measured figures) for a small file written fast: the clock, ids,
+//   counters and event-specific values use DELTA_BINARY_PACKED, `other`,
+//   `event` and `kind` BYTE_STREAM_SPLIT, `codeptr` a dictionary, the
+//   near-constant `thread`, `cpu` and `flags` PLAIN. Everything is
+//   zstd-compressed. On fib(30) (2 threads, 10.8 M events) this made the
+//   converter's CPU time 1.25 -> 1.08 s (best of 7) for 2.04 -> 2.08
+//   bytes/event, and loop_dynamic's trace 3.88 -> 0.96 bytes/event.
 // - The fixed columns (names, types, order, where each value comes from) are
 //   the GL_COLUMN lines of grainlab/trace_columns.def, the one definition the
 //   Python side reads too: each use below expands them.
@@ -40,25 +46,97 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace {
 
-// Columns written with delta encoding instead of a dictionary: they grow
-// within a thread's buffer (clock, ids of tasks as they are created).
-constexpr const char *kDeltaColumns[] = {"tsc", "task"};
-// `other` jumps between parent, prior-task and region ids, so its deltas are
-// large; splitting its bytes into streams lets zstd see that the high bytes
-// (the `(thread + 1) << 40` id prefix) barely change. On a real fib(25) trace:
-// 0.62 bytes/event against 1.45 with DELTA_BINARY_PACKED and 1.20 with PLAIN.
-constexpr const char *kByteSplitColumns[] = {"other"};
-// zstd level 3: on bench_writer's fib stream 4.17 bytes/event against 4.33 at
-// the default level 1, at the same write speed (~4.5 M events/s).
-constexpr int kZstdLevel = 3;
+// How each fixed column is written: encoding, zstd level, statistics. The
+// figures are per column on a fib(30) trace (10.8 M events, 2 threads; time:
+// Arrow writing that column alone, 165 row groups of 64 Ki rows) and on a
+// loop_dynamic trace (3 M iterations, chunks of 1), which has varying values
+// where fib has constants. Each compressed page costs one zstd context
+// (Arrow 26 creates one per page; ZSTD_createCCtx runs `cpuid`, ~7 us a
+// time on a VM), so fewer pages per row group also count.
+enum class Enc { kDict, kPlain, kDelta, kByteSplit };
+struct ColumnChoice {
+  const char *name;
+  Enc enc;
+  int zstd_level;
+  // Min/max in the footer: kept where a reader could prune by them (time,
+  // thread, event kinds); off for ids, addresses and event-specific values,
+  // whose min/max say nothing (GetMinMax on the 64-bit columns was ~4% of the
+  // converter's time). grainlab.analysis.trace_key still sees any content
+  // change: the footer holds every column chunk's size and tsc's range.
+  bool statistics;
+};
+constexpr ColumnChoice kColumns[] = {
+    // Event codes and OMPT kinds: few values, but dictionary + RLE cost
+    // ~80 ms each (DictEncoder Put/WriteIndices) for 0.03 bytes/event;
+    // BYTE_STREAM_SPLIT puts the (zero) high bytes in streams of their own:
+    // 0.06 bytes/event for ~42 ms.
+    {"event", Enc::kByteSplit, 3, true},
+    // Constant per row group (thread) or nearly (cpu, flags): PLAIN + zstd
+    // level 1 is as small as dictionary + RLE (0.004-0.006 bytes/event) in
+    // half the time (~26 against ~50 ms) and one page instead of two.
+    {"thread", Enc::kPlain, 1, true},
+    {"cpu", Enc::kPlain, 1, true},
+    // Clock and task ids grow within a thread: DELTA_BINARY_PACKED.
+    // zstd level 3 rather than 1: tsc 1.04 against 1.12 bytes/event for
+    // ~3% more converter time.
+    {"tsc", Enc::kDelta, 3, true},
+    {"task", Enc::kDelta, 3, false},
+    // `other` jumps between parent, prior-task and region ids, so its deltas
+    // are large; splitting its bytes into streams lets zstd see that the high
+    // bytes (the `(thread + 1) << 40` id prefix) barely change: 0.66
+    // bytes/event against 1.50 with DELTA_BINARY_PACKED and 1.20 with PLAIN.
+    {"other", Enc::kByteSplit, 3, false},
+    // A few return addresses per program: the dictionary wins by far (0.03
+    // bytes/event against 0.28-0.50 for the others).
+    {"codeptr", Enc::kDict, 3, false},
+    // Zero in most events, but a loop's first iteration or a chunk's size in
+    // CHUNK rows: DELTA_BINARY_PACKED makes loop_dynamic's trace 0.96
+    // bytes/event in all against 3.88 with dictionaries (which overflow to
+    // PLAIN there) and 2.23 with PLAIN; on fib it costs ~4% more converter
+    // time than PLAIN for the same size.
+    {"value", Enc::kDelta, 3, false},
+    {"count", Enc::kDelta, 3, false},
+    {"kind", Enc::kByteSplit, 3, true},
+    {"flags", Enc::kPlain, 1, true},
+};
+constexpr bool same_name(const char *a, const char *b) {
+  return *a == *b && (*a == '\0' || same_name(a + 1, b + 1));
+}
+// kColumns follows trace_columns.def line for line.
+constexpr const char *kDefColumns[] = {
+#define GL_COLUMN(name, type, source) #name,
+#include "trace_columns.def"
+#undef GL_COLUMN
+};
+static_assert(std::size(kColumns) == std::size(kDefColumns),
+              "kColumns must list every column of trace_columns.def");
+constexpr bool columns_match() {
+  for (size_t i = 0; i < std::size(kColumns); i++)
+    if (!same_name(kColumns[i].name, kDefColumns[i])) return false;
+  return true;
+}
+static_assert(columns_match(), "kColumns must follow trace_columns.def's order");
 // A row group is one buffer; never let the Parquet writer split it.
 constexpr int64_t kMaxRowGroupLength = int64_t{1} << 40;
+
+// Arrow's jemalloc pool when this Arrow has it, else the system (malloc)
+// pool. With malloc, the writer's transient page buffers, freed on Arrow's
+// worker threads among long-lived metadata, fragmented glibc's per-thread
+// arenas: the converter's resident memory grew with the trace (uts deep,
+// 20 M events: 41 -> 66 MB over the run with the old encodings, 44 -> 106 MB
+// with the present ones); with jemalloc it stays at 44-51 MB, as fast.
+arrow::MemoryPool *writer_pool() {
+  arrow::MemoryPool *pool = nullptr;
+  if (arrow::jemalloc_memory_pool(&pool).ok() && pool != nullptr) return pool;
+  return arrow::system_memory_pool();
+}
 
 void set_error(char *err, size_t errlen, const std::string &msg) {
   if (err != nullptr && errlen > 0) std::snprintf(err, errlen, "%s", msg.c_str());
@@ -80,30 +158,36 @@ std::shared_ptr<arrow::Schema> make_schema(int ncounters, const char *const *nam
 std::shared_ptr<parquet::WriterProperties> make_properties(int ncounters,
                                                            const char *const *names) {
   parquet::WriterProperties::Builder b;
-  b.memory_pool(arrow::system_memory_pool())
+  b.memory_pool(writer_pool())
       ->compression(parquet::Compression::ZSTD)
-      ->compression_level(kZstdLevel)
-      ->max_row_group_length(kMaxRowGroupLength)
-      ->enable_dictionary();
-  for (const char *col : kDeltaColumns)
-    b.disable_dictionary(col)->encoding(col, parquet::Encoding::DELTA_BINARY_PACKED);
-  for (const char *col : kByteSplitColumns)
-    b.disable_dictionary(col)->encoding(col, parquet::Encoding::BYTE_STREAM_SPLIT);
+      ->max_row_group_length(kMaxRowGroupLength);
+  auto set = [&b](const std::string &col, Enc enc, int level, bool stats) {
+    b.compression_level(col, level);
+    if (!stats) b.disable_statistics(col);
+    switch (enc) {
+      case Enc::kDict: b.enable_dictionary(col); break;
+      case Enc::kPlain: b.disable_dictionary(col)->encoding(col, parquet::Encoding::PLAIN); break;
+      case Enc::kDelta:
+        b.disable_dictionary(col)->encoding(col, parquet::Encoding::DELTA_BINARY_PACKED);
+        break;
+      case Enc::kByteSplit:
+        b.disable_dictionary(col)->encoding(col, parquet::Encoding::BYTE_STREAM_SPLIT);
+        break;
+    }
+  };
+  for (const ColumnChoice &c : kColumns) set(c.name, c.enc, c.zstd_level, c.statistics);
   // Counters are cumulative per thread: deltas are small and positive.
-  for (int c = 0; c < ncounters; c++) {
-    std::string col = counter_column(names[c]);
-    b.disable_dictionary(col)->encoding(col, parquet::Encoding::DELTA_BINARY_PACKED);
-  }
+  for (int c = 0; c < ncounters; c++) set(counter_column(names[c]), Enc::kDelta, 3, true);
   return b.build();
 }
 
-// Wrap a scratch vector as a non-nullable Arrow array (no copy).
+// Wrap n values (a scratch vector, or the caller's column) as an Arrow
+// array, without copying.
 template <typename T>
-std::shared_ptr<arrow::Array> wrap(const std::shared_ptr<arrow::DataType> &type,
-                                   const std::vector<T> &v, size_t n,
-                                   std::shared_ptr<arrow::Buffer> validity = nullptr,
+std::shared_ptr<arrow::Array> wrap(const std::shared_ptr<arrow::DataType> &type, const T *v,
+                                   size_t n, std::shared_ptr<arrow::Buffer> validity = nullptr,
                                    int64_t null_count = 0) {
-  auto data = std::make_shared<arrow::Buffer>(reinterpret_cast<const uint8_t *>(v.data()),
+  auto data = std::make_shared<arrow::Buffer>(reinterpret_cast<const uint8_t *>(v),
                                               static_cast<int64_t>(n * sizeof(T)));
   return arrow::MakeArray(arrow::ArrayData::Make(type, static_cast<int64_t>(n),
                                                  {std::move(validity), std::move(data)},
@@ -136,6 +220,7 @@ struct gl_writer {
     for (auto &v : validity) v.resize((n + 7) / 8);
   }
 
+  // Rows (gl_writer_write): transposed into the scratch columns.
   arrow::Status write(uint32_t thread_index, const gl_event_t *ev, const int64_t *ctr,
                       size_t n) {
     resize(n);
@@ -151,14 +236,45 @@ struct gl_writer {
     }
 #undef GL_FROM_EVENT
 #undef GL_FROM_BUFFER
+    arrow::ArrayVector cols = {
+#define GL_COLUMN(name, type, source) wrap(arrow::type(), name.data(), n),
+#include "trace_columns.def"
+#undef GL_COLUMN
+    };
+    return write_group(std::move(cols), ctr, n, static_cast<size_t>(ncounters), 1);
+  }
+
+  // Columns (gl_writer_write_columns): wrapped as they are; the thread
+  // column, which no event carries, from scratch.
+  arrow::Status write_columns(uint32_t thread_index, const gl_event_columns &c, size_t n) {
+    const uint16_t th = static_cast<uint16_t>(thread_index);
+#define GL_FROM_EVENT(name, type) wrap(arrow::type(), c.name, n)
+#define GL_FROM_BUFFER(name, type) (name.assign(n, th), wrap(arrow::type(), name.data(), n))
+    arrow::ArrayVector cols = {
+#define GL_COLUMN(name, type, source) GL_FROM_##source(name, type),
+#include "trace_columns.def"
+#undef GL_COLUMN
+    };
+#undef GL_FROM_EVENT
+#undef GL_FROM_BUFFER
+    return write_group(std::move(cols), c.counters, n, 1, n);
+  }
+
+  // One row group: the fixed columns, then the counters, counter k of row i
+  // at ctr[i * row_stride + k * counter_stride], INT64_MIN meaning null.
+  arrow::Status write_group(arrow::ArrayVector cols, const int64_t *ctr, size_t n,
+                            size_t row_stride, size_t counter_stride) {
+    for (auto &v : counters) v.resize(n);
+    for (auto &v : validity) v.resize((n + 7) / 8);
     std::vector<int64_t> null_counts(ncounters, 0);
     for (int c = 0; c < ncounters; c++) {
       int64_t *dst = counters[c].data();
       uint8_t *bits = validity[c].data();
+      const int64_t *src = ctr + static_cast<size_t>(c) * counter_stride;
       std::memset(bits, 0, validity[c].size());
       int64_t nulls = 0;
       for (size_t i = 0; i < n; i++) {
-        int64_t x = ctr[i * ncounters + c];
+        int64_t x = src[i * row_stride];
         bool valid = x != INT64_MIN;
         dst[i] = valid ? x : 0;
         bits[i >> 3] |= static_cast<uint8_t>(valid) << (i & 7);
@@ -170,17 +286,13 @@ struct gl_writer {
     // One buffered row group per call, all columns in one record batch: the
     // writer then encodes and compresses the columns in parallel on Arrow's
     // CPU pool (use_threads), and flushes the group at the next call/Close.
-    arrow::ArrayVector cols = {
-#define GL_COLUMN(name, type, source) wrap(arrow::type(), name, n),
-#include "trace_columns.def"
-#undef GL_COLUMN
-    };
     for (int c = 0; c < ncounters; c++) {
       std::shared_ptr<arrow::Buffer> bitmap;
       if (null_counts[c] > 0)
         bitmap = std::make_shared<arrow::Buffer>(validity[c].data(),
                                                  static_cast<int64_t>(validity[c].size()));
-      cols.push_back(wrap(arrow::int64(), counters[c], n, std::move(bitmap), null_counts[c]));
+      cols.push_back(
+          wrap(arrow::int64(), counters[c].data(), n, std::move(bitmap), null_counts[c]));
     }
     ARROW_RETURN_NOT_OK(file->NewBufferedRowGroup());
     auto batch = arrow::RecordBatch::Make(file->schema(), static_cast<int64_t>(n), cols);
@@ -233,7 +345,7 @@ __attribute__((visibility("default"))) gl_writer *gl_writer_open(
     // unsigned widths.
     auto arrow_props = parquet::ArrowWriterProperties::Builder().set_use_threads(true)->build();
     auto file = parquet::arrow::FileWriter::Open(
-        *make_schema(ncounters, counter_names), arrow::system_memory_pool(), w->sink,
+        *make_schema(ncounters, counter_names), writer_pool(), w->sink,
         make_properties(ncounters, counter_names), arrow_props);
     if (!file.ok()) {
       set_error(err, errlen, std::string("cannot start Parquet file ") + path + ": " +
@@ -251,26 +363,31 @@ __attribute__((visibility("default"))) gl_writer *gl_writer_open(
   return nullptr;
 }
 
-__attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_t thread,
-                                                           const gl_event_t *events,
-                                                           const int64_t *counters,
-                                                           size_t n, char *err,
-                                                           size_t errlen) {
+}  // extern "C"
+
+namespace {
+
+// gl_writer_write and gl_writer_write_columns: the checks, `write` the row
+// group, the errors.
+template <typename Write>
+int write_entry(const char *fn, gl_writer *w, uint32_t thread, bool have_events,
+                bool have_counters, size_t n, char *err, size_t errlen, Write write) {
   try {
     if (w == nullptr || !w->file) {
-      set_error(err, errlen, "gl_writer_write: writer is not open");
+      set_error(err, errlen, std::string(fn) + ": writer is not open");
       return -1;
     }
-    if (n > 0 && events == nullptr) {
-      set_error(err, errlen, "gl_writer_write: events is NULL");
+    if (n > 0 && !have_events) {
+      set_error(err, errlen, std::string(fn) + ": events is NULL");
       return -1;
     }
-    if (n > 0 && w->ncounters > 0 && counters == nullptr) {
-      set_error(err, errlen, "gl_writer_write: counters is NULL but the file has counter columns");
+    if (n > 0 && w->ncounters > 0 && !have_counters) {
+      set_error(err, errlen, std::string(fn) +
+                                 ": counters is NULL but the file has counter columns");
       return -1;
     }
     if (thread > UINT16_MAX) {
-      set_error(err, errlen, "gl_writer_write: thread index " + std::to_string(thread) +
+      set_error(err, errlen, std::string(fn) + ": thread index " + std::to_string(thread) +
                                  " does not fit the uint16 thread column");
       return -1;
     }
@@ -278,7 +395,7 @@ __attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_
       set_error(err, errlen, "writer for " + w->path + " unusable after: " + w->broken);
       return -1;
     }
-    arrow::Status st = w->write(thread, events, counters, n);
+    arrow::Status st = write();
     if (!st.ok()) {
       w->broken = "writing row group to " + w->path + ": " + st.ToString();
       set_error(err, errlen, w->broken);
@@ -286,11 +403,40 @@ __attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_
     }
     return 0;
   } catch (const std::exception &e) {
-    set_error(err, errlen, std::string("gl_writer_write: ") + e.what());
+    set_error(err, errlen, std::string(fn) + ": " + e.what());
   } catch (...) {
-    set_error(err, errlen, "gl_writer_write: unknown C++ exception");
+    set_error(err, errlen, std::string(fn) + ": unknown C++ exception");
   }
   return -1;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int gl_writer_write(gl_writer *w, uint32_t thread,
+                                                           const gl_event_t *events,
+                                                           const int64_t *counters,
+                                                           size_t n, char *err,
+                                                           size_t errlen) {
+  return write_entry("gl_writer_write", w, thread, events != nullptr, counters != nullptr, n,
+                     err, errlen, [&] { return w->write(thread, events, counters, n); });
+}
+
+__attribute__((visibility("default"))) int gl_writer_write_columns(
+    gl_writer *w, uint32_t thread, const gl_event_columns *columns, size_t n, char *err,
+    size_t errlen) {
+  bool have = columns != nullptr;
+#define GL_FROM_EVENT(name) have = have && columns->name != nullptr;
+#define GL_FROM_BUFFER(name)
+#define GL_COLUMN(name, type, source) GL_FROM_##source(name)
+#include "trace_columns.def"
+#undef GL_COLUMN
+#undef GL_FROM_EVENT
+#undef GL_FROM_BUFFER
+  return write_entry("gl_writer_write_columns", w, thread, have,
+                     columns != nullptr && columns->counters != nullptr, n, err, errlen,
+                     [&] { return w->write_columns(thread, *columns, n); });
 }
 
 __attribute__((visibility("default"))) int gl_writer_close(gl_writer *w, size_t nkv,
