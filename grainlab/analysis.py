@@ -77,18 +77,31 @@ class Analysis:
 
     # -- the pipeline, one cached step each ---------------------------------
     @cached_property
-    def trace(self):
-        from .trace import load
+    def _loaded(self):
+        """(trace, check): the trace read, its validation running on a thread
+        (grainlab.trace.load_checking) while the graph is built."""
+        from .trace import load_checking
         self._progress(f"loading {self.path}")
-        return load(self.path)
+        return load_checking(self.path)
+
+    @cached_property
+    def trace(self):
+        trace, check = self._loaded
+        check.result()                  # a damaged trace: its TraceError here
+        return trace
 
     @cached_property
     def graph(self):
         """The grain graph (`Trace.graph()`, or the chosen part of it: see
         `selection`); the metric columns join its `grains` table when
         `metrics` (or `grains`, a report...) is first used."""
-        self._progress(f"building the grain graph ({len(self.trace.events)} events)")
-        g = self.trace.graph()
+        if "trace" in self.__dict__:    # given, or already validated
+            trace, check = self.trace, None
+        else:
+            trace, check = self._loaded
+        self._progress(f"building the grain graph ({len(trace.events)} events)")
+        g = _graph_while_checking(trace, check)
+        self.trace  # noqa: B018  (waits for the validation: its error wins)
         sel = self.selection
         if sel is None:
             return g
@@ -459,6 +472,23 @@ def jsonable(x):
     if isinstance(x, (float, np.floating)):
         return float(x) if math.isfinite(x) else None
     return x
+
+
+def _graph_while_checking(trace, check):
+    """trace.graph() while `check` (a Future of the trace's validation, or
+    None) runs: a failed validation stops the build at its next phase, and
+    is the error reported whatever the build made of the damaged events."""
+    if check is None:
+        return trace.graph()
+
+    def failed():
+        if check.done():
+            check.result()
+    try:
+        return trace.graph(checkpoint=failed)
+    except Exception:
+        check.result()
+        raise
 
 
 def trace_key(path) -> str:

@@ -29,6 +29,30 @@ def load(path) -> "Trace":
     """Read and validate the trace at `path`. If the collector is still writing
     it (a locked `<path>.spool`), wait; if a killed run left only the spool,
     convert it first (grainlab.spool)."""
+    trace = _read_trace(path)
+    from .validate import validate  # validation needs the Trace's helpers
+    validate(trace)
+    return trace
+
+
+def load_checking(path):
+    """`load`, with the validation on a thread: (trace, check), `check` a
+    concurrent.futures.Future. The trace can be read at once (the analysis
+    builds its graph meanwhile: validation only reads the events, and numpy
+    releases the GIL, so on 2 cores the two overlap); until check.result()
+    returns, the trace may still turn out invalid (result() raises the
+    TraceError) and its `problems` may still grow."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .validate import validate
+    trace = _read_trace(path)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="grainlab-check")
+    check = pool.submit(validate, trace)
+    pool.shutdown(wait=False)
+    return trace, check
+
+
+def _read_trace(path) -> "Trace":
     path = Path(path)
     parquet, meta = open_trace(path)
     events, sizes = _read_events(path, parquet, meta)
@@ -38,10 +62,7 @@ def load(path) -> "Trace":
         meta["dependence_waits"] = folded
         sizes = np.bincount(events["row_group"].to_numpy(),
                             minlength=len(sizes)).astype(np.int64)
-    trace = Trace(path, meta, events, sizes)
-    from .validate import validate  # validation needs the Trace's helpers
-    validate(trace)
-    return trace
+    return Trace(path, meta, events, sizes)
 
 
 def open_trace(path: Path) -> tuple[pq.ParquetFile, dict]:
@@ -197,16 +218,17 @@ class Trace:
         from .chunks import build_loops_and_chunks
         return build_loops_and_chunks(self)
 
-    def graph(self, **kw):
+    def graph(self, *, checkpoint=None, **kw):
         """The grain graph of this trace (docs/graph-model.md):
         `grainlab.graph.build(self, **kw)`. Built once and cached when called
         without options (metric columns added to it stay); with options, built
-        anew each call."""
+        anew each call. checkpoint: called between the build's phases (it may
+        raise to stop the build)."""
         from .graph import build
         if kw:
-            return build(self, **kw)
+            return build(self, checkpoint=checkpoint, **kw)
         if self._graph is None:
-            self._graph = build(self)
+            self._graph = build(self, checkpoint=checkpoint)
         return self._graph
 
     def summary(self) -> dict:

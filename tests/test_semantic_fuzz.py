@@ -105,6 +105,26 @@ CASES = [self_parent, parent_cycle, child_before_parent, id_reused, negative_cou
 
 
 @pytest.mark.parametrize("corrupt", CASES, ids=[c.__name__ for c in CASES])
+def test_the_analysis_reports_the_validation_error_while_it_builds(base, tmp_path, corrupt):
+    """The analysis builds its graph while the trace is validated on a thread
+    (grainlab.trace.load_checking): whatever the build makes of the damaged
+    events, the error is the validation's, word for word, from any entry."""
+    import grainlab
+    from grainlab.errors import TraceError
+    cols = columns(base)
+    corrupt(cols)
+    path = write(base, cols, tmp_path / "bad.parquet")
+    with pytest.raises(TraceError) as direct:
+        grainlab.load(path)
+    for step in ("graph", "trace", "metrics", "report"):
+        with pytest.raises(TraceError) as analysed:
+            a = grainlab.analyze(path)
+            r = getattr(a, step)
+            r() if callable(r) else None
+        assert str(analysed.value) == str(direct.value), step
+
+
+@pytest.mark.parametrize("corrupt", CASES, ids=[c.__name__ for c in CASES])
 @pytest.mark.parametrize("command", ["info", "analyze"])
 def test_each_corruption_is_one_line(base, tmp_path, corrupt, command, cli):
     cols = columns(base)

@@ -48,19 +48,27 @@ from .slots import OwnedRows, credit_segments, open_slots
 from .tables import make_graph
 
 
-def build(trace, creation_quantile: float = 0.10) -> GrainGraph:
-    """The grain graph of `trace` (a grainlab.trace.Trace)."""
+def build(trace, creation_quantile: float = 0.10, checkpoint=None) -> GrainGraph:
+    """The grain graph of `trace` (a grainlab.trace.Trace). checkpoint: called
+    between phases; it may raise to stop the build (the analysis validates
+    the trace meanwhile: grainlab.trace.load_checking)."""
+    check = checkpoint or (lambda: None)
     owners = find_owners(trace)
+    check()
     rows, row_owner, other_owner = load_rows(trace.events, owners.of, owners.clip, owners.untied)
     orows = OwnedRows(rows, row_owner, other_owner, stride=len(rows) + 2)
     chunks = find_chunks(rows, row_owner, orows.stride)
+    check()
     slots = open_slots(orows, owners, chunks, creation_quantile)
+    check()
     credit = credit_segments(orows, slots)
     # per-row segment columns are no longer needed: free them before the
     # node tables are built (peak memory at 10^7 grains)
     rows.seg = rows.seg_end = rows.owner_running = None
+    check()
     nodes = make_nodes(slots, credit, orows, owners)
     del credit
+    check()
     edges = make_edges(orows, owners, slots, nodes)
     join_weights(nodes.columns, edges.src, edges.dst)
     g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
