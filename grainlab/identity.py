@@ -134,6 +134,32 @@ def _step_hash(parent_h: np.ndarray, tag, a, b, lane) -> np.ndarray:
     return _mix(parent_h, _step_only(tag, a, b, lane), lane)
 
 
+def _forest_hashes(parent, tag, a, b, level):
+    """Both hash lanes of every node, level by level: a root's is its step's
+    mixed into the lane's seed, any other's its step's mixed into its
+    parent's (0, 0 where level < 0: no identity)."""
+    n = len(parent)
+    h1, h2 = np.zeros(n, _U), np.zeros(n, _U)
+    named = np.flatnonzero(level >= 0)
+    if not len(named):
+        return h1, h2
+    order = named[np.argsort(level[named], kind="stable")]
+    bounds = np.searchsorted(level[order], np.arange(int(level[order[-1]]) + 2))
+    s1 = _step_only(tag[order], a[order], b[order], _LANES[0])
+    s2 = _step_only(tag[order], a[order], b[order], _LANES[1])
+    for lv in range(len(bounds) - 1):
+        at = slice(bounds[lv], bounds[lv + 1])
+        nodes = order[at]
+        if lv == 0:
+            p1, p2 = np.full(len(nodes), _LANES[0][3]), np.full(len(nodes), _LANES[1][3])
+        else:
+            p = parent[nodes]
+            p1, p2 = h1[p], h2[p]
+        h1[nodes] = _mix(p1, s1[at], _LANES[0])
+        h2[nodes] = _mix(p2, s2[at], _LANES[1])
+    return h1, h2
+
+
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
 
 
@@ -167,11 +193,26 @@ class Names:
     and hash lanes h1[i], h2[i] (0, 0 when it has no identity).  Immutable:
     `extend` returns a new forest (copies share nothing mutable)."""
 
-    __slots__ = ("parent", "tag", "a", "b", "level", "length", "h1", "h2")
+    __slots__ = ("parent", "tag", "a", "b", "level", "length", "_h1", "_h2")
 
-    def __init__(self, parent, tag, a, b, level, length, h1, h2):
+    def __init__(self, parent, tag, a, b, level, length, h1=None, h2=None):
         self.parent, self.tag, self.a, self.b = parent, tag, a, b
-        self.level, self.length, self.h1, self.h2 = level, length, h1, h2
+        self.level, self.length, self._h1, self._h2 = level, length, h1, h2
+
+    # The hash lanes are computed when first asked for (compare, work
+    # deviation, saved analyses, export labels): an analysis of one run never
+    # needs them, and they cost ~0.25 s and 16 bytes per node (10^6 tasks).
+    @property
+    def h1(self) -> np.ndarray:
+        if self._h1 is None:
+            self._h1, self._h2 = _forest_hashes(self.parent, self.tag, self.a, self.b,
+                                                self.level)
+        return self._h1
+
+    @property
+    def h2(self) -> np.ndarray:
+        self.h1  # noqa: B018  (computes both lanes)
+        return self._h2
 
     def __len__(self):
         return len(self.parent)
@@ -184,7 +225,8 @@ class Names:
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self, s).nbytes for s in self.__slots__)
+        return sum(getattr(self, s).nbytes for s in self.__slots__
+                   if getattr(self, s) is not None)
 
     # -- construction ---------------------------------------------------------
     @classmethod
@@ -203,10 +245,7 @@ class Names:
         n = len(parent)
         level = np.full(n, -1, np.int64)
         length = np.zeros(n, np.int64)
-        h1, h2 = np.zeros(n, _U), np.zeros(n, _U)
         step_len = _step_length(tag, a, b)
-        # the step hashes of all nodes at once; per level one mix per lane
-        s1, s2 = _step_only(tag, a, b, _LANES[0]), _step_only(tag, a, b, _LANES[1])
         roots = np.flatnonzero((parent < 0) & ((tag == ROOT) | (tag == UNKNOWN)))
         has_parent = np.flatnonzero(parent >= 0)
         kids = has_parent[np.argsort(parent[has_parent], kind="stable")]
@@ -214,15 +253,7 @@ class Names:
         first = np.concatenate(([0], np.cumsum(count)[:-1]))
         frontier, lv = roots, 0
         while len(frontier):
-            if lv == 0:
-                ph1 = np.full(len(frontier), _LANES[0][3])
-                ph2 = np.full(len(frontier), _LANES[1][3])
-                plen = 0
-            else:
-                p = parent[frontier]
-                ph1, ph2, plen = h1[p], h2[p], length[p]
-            h1[frontier] = _mix(ph1, s1[frontier], _LANES[0])
-            h2[frontier] = _mix(ph2, s2[frontier], _LANES[1])
+            plen = length[parent[frontier]] if lv else 0
             length[frontier] = plen + step_len[frontier]
             level[frontier] = lv
             counts = count[frontier]
@@ -234,7 +265,7 @@ class Names:
             nxt = kids[offsets + np.arange(total)]
             frontier = nxt[level[nxt] < 0]   # guard against malformed cycles
             lv += 1
-        return cls(parent, tag, a, b, level, length, h1, h2)
+        return cls(parent, tag, a, b, level, length)
 
     def extend(self, parent, tag, a, b) -> tuple["Names", np.ndarray]:
         """A forest with new nodes appended whose parents are existing nodes
@@ -254,19 +285,13 @@ class Names:
         root = ~known & ((tag == ROOT) | (tag == UNKNOWN))
         level = np.where(root, 0, np.where(known & (plevel >= 0), plevel + 1, -1))
         ok = level >= 0
-        seed1 = np.where(root, _LANES[0][3], self.h1[p] if len(self) else _U(0))
-        seed2 = np.where(root, _LANES[1][3], self.h2[p] if len(self) else _U(0))
-        h1 = np.where(ok, _step_hash(seed1.astype(_U), tag, a, b, _LANES[0]), _U(0))
-        h2 = np.where(ok, _step_hash(seed2.astype(_U), tag, a, b, _LANES[1]), _U(0))
         plen = np.where(known, self.length[p] if len(self) else 0, 0)
         length = np.where(ok, plen + _step_length(tag, a, b), 0)
         start = len(self)
         out = Names(np.concatenate([self.parent, parent]), np.concatenate([self.tag, tag]),
                     np.concatenate([self.a, a]), np.concatenate([self.b, b]),
                     np.concatenate([self.level, level]),
-                    np.concatenate([self.length, length]),
-                    np.concatenate([self.h1, h1.astype(_U)]),
-                    np.concatenate([self.h2, h2.astype(_U)]))
+                    np.concatenate([self.length, length]))     # hashes when asked for
         return out, np.arange(start, start + k, dtype=np.int64)
 
     # -- queries ----------------------------------------------------------------
