@@ -217,3 +217,47 @@ def test_analyze_cli_region_and_window(record):
 def test_bad_selections_are_one_line_errors(record, flag, value, fragments, cli):
     t = record("setup_kernel", 50, 8, 5, 50, threads=2)
     assert_one_line_error(cli("analyze", flag, value, t.path), *fragments)
+
+
+def test_a_worker_that_begins_before_its_master_does_not_count_the_team_start_twice(tmp_path):
+    """The master is preempted between releasing its team (PARALLEL_BEGIN at
+    100) and beginning its own implicit task (1100); the worker began at 200
+    and ran until the barrier at 2000. The region lasted 1920 ns: its span
+    cannot be longer (it was 2812 when the fork weighed the master's 1000 ns
+    on the worker's path too; seen under load as a 13 us region of
+    `loops all 300` with an 18 us span)."""
+    from tracegen import TraceBuilder, task_id
+    from grainlab import schema as S
+    b = TraceBuilder()
+    init, region = task_id(0, 1), task_id(0, 2)
+    imp = [task_id(0, 10), task_id(1, 10)]
+    b.add(0, S.THREAD_BEGIN, 1, kind=1)
+    b.add(0, S.IMPLICIT_BEGIN, 2, task=init, kind=S.TASK_INITIAL, count=1)
+    b.add(1, S.THREAD_BEGIN, 4, kind=2)
+    b.add(0, S.PARALLEL_BEGIN, 100, task=init, other=region, count=2)
+    b.add(1, S.IMPLICIT_BEGIN, 200, task=imp[1], other=region, value=1, count=2,
+          kind=S.TASK_IMPLICIT)
+    b.add(0, S.IMPLICIT_BEGIN, 1100, task=imp[0], other=region, value=0, count=2,
+          kind=S.TASK_IMPLICIT)
+    b.add(0, S.SYNC_BEGIN, 1500, task=imp[0], other=region, kind=9)
+    b.add(1, S.SYNC_BEGIN, 2000, task=imp[1], other=region, kind=9)
+    for th in range(2):
+        b.add(th, S.SYNC_END, 2010, task=imp[th], other=region, kind=9)
+        b.add(th, S.IMPLICIT_END, 2012, task=imp[th], value=th, count=2, kind=S.TASK_IMPLICIT)
+    b.add(0, S.PARALLEL_END, 2020, task=init, other=region)
+    b.add(1, S.THREAD_END, 2021)
+    b.add(0, S.IMPLICIT_END, 2030, task=init, kind=S.TASK_INITIAL, count=1)
+    b.add(0, S.THREAD_END, 2040)
+    t = gl.load(b.write(tmp_path / "late_master.parquet"))
+    wall = region_table(t).loc[1, "duration_ns"]
+    a = gl.analyze(t, region=1)
+    g = a.graph
+    assert_exact_critical_path(g)
+    assert a.summary["span_ns"] <= wall
+    # the path: the team start until the worker began (100 ns), the
+    # worker's 1800 ns, the barrier's resume latency, the worker's end
+    assert a.summary["span_ns"] == 100 + 1800 + 10 + 2
+    fork = g.nodes[(g.nodes["type"].astype(str) == "fork") & (g.nodes["duration"] > 0)]
+    assert fork["end"].max() <= 200
+    whole = gl.analyze(t)
+    assert whole.summary["span_ns"] <= 2040 - 2       # the initial task's life
