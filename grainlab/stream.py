@@ -1,8 +1,9 @@
 """Read a trace without loading it: `scan(path)` streams the file's row groups
 (grainlab.batches) through the same checks as `grainlab.load`
 (grainlab.validate) and the same counts as `Trace.summary()`
-(grainlab.summary), and returns what `grainlab info` and `record`'s closing
-line print. Same answers, same one-line errors, same problems in the same
+(grainlab.summary), and returns what `grainlab info` prints (and `record`'s
+closing line, when the converter's counts cannot stand in: `closing_counts`).
+Same answers, same one-line errors, same problems in the same
 order as loading the trace would give; memory is one batch of events plus a
 few dozen bytes per explicit task, whatever the trace's size.
 
@@ -16,6 +17,7 @@ task was seen on two threads. A trace with dependence-wait pseudo-tasks
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -83,6 +85,26 @@ def scan(path) -> Scan:
     counters = [n[len(S.COUNTER_PREFIX):] for n in parquet.schema_arrow.names
                 if n.startswith(S.COUNTER_PREFIX)]
     return Scan(path, meta, complete, problems, facts, rows, counters, len(sizes))
+
+
+def closing_counts(path):
+    """What `record`'s closing line prints (meta, complete, problems, events,
+    threads, tasks, chunk_events): the converter's counts in the footer
+    (`grainlab.counts`) when the run ended normally and no dependence wait
+    needs folding (UTS, 20M events: ~0.05 s instead of a ~4.5 s scan); else
+    the streamed scan, which checks the trace and finds its problems too.
+    Loading the trace checks it in full either way."""
+    parquet, meta = open_trace(Path(path))
+    complete, problems = run_state(meta)
+    c = meta.get("counts")
+    keys = ("events", "threads", "task_creates", "chunk_events", "dependence_wait_creates")
+    if (complete and isinstance(c, dict) and all(isinstance(c.get(k), int) for k in keys)
+            and c["dependence_wait_creates"] == 0
+            and c["events"] == parquet.metadata.num_rows):
+        return SimpleNamespace(path=Path(path), meta=meta, complete=True, problems=problems,
+                               events=c["events"], threads=c["threads"],
+                               tasks=c["task_creates"], chunk_events=c["chunk_events"])
+    return scan(path)
 
 
 class _PseudoTasks(Exception):

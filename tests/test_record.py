@@ -274,3 +274,69 @@ def test_force_records_a_program_that_loads_no_runtime_visibly(tmp_path, example
                      example("not_openmp"), 10)
     assert_one_line_error(result, "no trace written")
     assert "not_openmp(10)" in result.stdout
+
+
+@pytest.mark.parametrize("program, args, threads", [
+    ("loops", ("all", 500), 2), ("fib", (14, 4), 2), ("depend_if0", (12, 3), 2),
+    ("taskloop", (100, 9), 1), ("regions", (3, 4, 2, "single"), 2)])
+def test_the_converter_counts_the_rows_it_writes(tmp_path, example, program, args, threads):
+    """grainlab.counts (what the closing line prints for a complete trace)
+    against the Parquet rows themselves, read with pyarrow alone."""
+    import pyarrow.parquet as pq
+    import numpy as np
+    out = tmp_path / "t.parquet"
+    result = run_cli("record", "-q", "-o", out, "--", example(program), *args,
+                     env={"OMP_NUM_THREADS": str(threads)})
+    assert result.returncode == 0, result.stderr
+    f = pq.ParquetFile(out)
+    counts = json.loads(f.metadata.metadata[b"grainlab.counts"])
+    cols = f.read(columns=["event", "kind", "thread"])
+    code = cols["event"].to_numpy()
+    kind = cols["kind"].to_numpy().astype(np.uint64)
+    creates = code == S.TASK_CREATE
+    assert counts == {
+        "events": f.metadata.num_rows,
+        "threads": len(np.unique(cols["thread"].to_numpy())),
+        "task_creates": int(creates.sum()),
+        "chunk_events": int((code == S.CHUNK).sum()),
+        "dependence_wait_creates": int((creates & ((kind & S.TASK_TASKWAIT) != 0)).sum())}
+    if program == "depend_if0":
+        assert counts["dependence_wait_creates"] > 0
+
+
+def test_the_closing_line_reads_the_converters_counts_only_when_it_may(tmp_path, example):
+    """A complete trace: the footer's counts, not a scan (a forged count shows
+    through); counts missing, an incomplete run or pseudo-tasks: the scan."""
+    import pyarrow.parquet as pq
+    from grainlab.stream import closing_counts, scan
+    out = tmp_path / "t.parquet"
+    assert run_cli("record", "-q", "-o", out, "--", example("fib"), 12, 4).returncode == 0
+    truth = scan(out)
+    f = pq.ParquetFile(out)
+    groups = [f.read_row_group(i) for i in range(f.num_row_groups)]   # one thread each
+    meta = dict(f.schema_arrow.metadata)
+    counts = json.loads(meta[b"grainlab.counts"])
+    assert closing_counts(out).tasks == truth.tasks == counts["task_creates"]
+
+    def rewrite(path, **changes):
+        m = dict(meta)
+        for k, v in changes.items():
+            key = f"grainlab.{k}".encode()
+            if v is None:
+                m.pop(key)
+            else:
+                m[key] = v.encode()
+        with pq.ParquetWriter(path, f.schema_arrow.with_metadata(m)) as w:
+            for g in groups:
+                w.write_table(g.replace_schema_metadata(m))
+        return path
+    forged = rewrite(tmp_path / "forged.parquet", counts=json.dumps({**counts, "task_creates": 7}))
+    assert closing_counts(forged).tasks == 7
+    for name, change in [("none", {"counts": None}),
+                         ("incomplete", {"complete": "false", "end_reason": "signal:SIGINT"}),
+                         ("pseudo", {"counts": json.dumps({**counts, "task_creates": 7,
+                                                           "dependence_wait_creates": 1})}),
+                         ("rows", {"counts": json.dumps({**counts, "events": 3})})]:
+        got = closing_counts(rewrite(tmp_path / f"{name}.parquet", **change))
+        assert (got.events, got.tasks, got.threads) == (truth.events, truth.tasks, truth.threads)
+        assert type(got).__name__ == "Scan"

@@ -162,6 +162,21 @@ static void append_image(char **buf, size_t *len, size_t *cap, const kvlist *kv,
  * written, and waits before it reuses the buffer of block k - 1 until that
  * block is written. The writer shim is called by one thread at a time: open
  * before the thread starts, close after it stopped. */
+/* What record's closing line prints, counted as the blocks pass (the same
+ * rows the trace gets): it reads them from the footer instead of scanning
+ * the whole trace (grainlab.counts in docs/trace-format.md). */
+#define GL_TASK_TASKWAIT 0x10u /* OMPT's ompt_task_taskwait flag (schema.TASK_TASKWAIT) */
+typedef struct event_counts {
+  uint64_t task_creates, chunk_events;
+  uint64_t wait_creates; /* libomp's dependence-wait pseudo-tasks (folded at load) */
+} event_counts;
+
+static inline void count_event(event_counts *c, uint8_t event, uint32_t kind) {
+  c->task_creates += event == GL_EV_TASK_CREATE;
+  c->wait_creates += event == GL_EV_TASK_CREATE && (kind & GL_TASK_TASKWAIT);
+  c->chunk_events += event == GL_EV_CHUNK;
+}
+
 typedef struct job {
   uint32_t thread, n;
   const gl_event_t *ev; /* rows (a raw block), or NULL: the columns */
@@ -386,6 +401,7 @@ int main(int argc, char **argv) {
   uint64_t last_tsc = 0, last_mono = 0, bad_blocks = 0, first_bad_at = 0;
   static unsigned char seen[65536];
   uint32_t threads_seen = 0;
+  event_counts counts = {0};
   int have_trailer = 0;
   const char *damage = 0, *first_bad = 0; /* why reading stopped; the first block left out */
   kvlist trailer = {0};
@@ -544,10 +560,12 @@ int main(int argc, char **argv) {
     }
     if (b.nevents && rows_at) {
       const gl_event_t *ev = (const gl_event_t *)rows_at;
+      for (uint32_t i = 0; i < b.nevents; i++) count_event(&counts, ev[i].event, ev[i].kind);
       const int64_t *ctr =
           h.ncounters ? (const int64_t *)(rows_at + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
       pipeline_submit((job){.thread = b.thread, .n = b.nevents, .ev = ev, .ctr = ctr});
     } else if (b.nevents) {
+      for (uint32_t i = 0; i < b.nevents; i++) count_event(&counts, cols.event[i], cols.kind[i]);
       pipeline_submit((job){.thread = b.thread, .n = b.nevents, .cols = cols});
     }
     rows += b.nevents;
@@ -588,6 +606,11 @@ int main(int argc, char **argv) {
   kv_set(&meta, "grainlab.clock", text);
   snprintf(text, sizeof text, "%" PRIu64, groups);
   kv_set(&meta, "grainlab.flushes", text);
+  snprintf(text, sizeof text,
+           "{\"events\": %" PRIu64 ", \"threads\": %u, \"task_creates\": %" PRIu64
+           ", \"chunk_events\": %" PRIu64 ", \"dependence_wait_creates\": %" PRIu64 "}",
+           rows, threads_seen, counts.task_creates, counts.chunk_events, counts.wait_creates);
+  kv_set(&meta, "grainlab.counts", text);
   const char *dropped_text = kv_get(&meta, "grainlab.dropped_events");
   uint64_t dropped = dropped_text ? strtoull(dropped_text, 0, 10) : 0;
   snprintf(text, sizeof text, "%" PRIu64, dropped + lost);

@@ -30,7 +30,7 @@ from .. import schema as S
 from ..errors import RecordError, TraceError, UsageError
 from ..outpath import resolve_output
 from ..spool import header_values, is_converter, is_locked, lock_holder, spool_of
-from ..stream import scan
+from ..stream import closing_counts
 
 HELP = "run an OpenMP program with the collector and write a trace"
 
@@ -323,7 +323,7 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
                   file=sys.stderr)
             return failed
     try:
-        trace = scan(target)  # validates as load() does, streaming: bounded memory
+        trace = closing_counts(target)  # the converter's counts, or a streamed check
     except TraceError as e:
         print(f"grainlab: {e}", file=sys.stderr)
         return failed
