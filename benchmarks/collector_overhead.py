@@ -6,7 +6,12 @@ with a good cutoff, each run
   empty    under libgrainempty.so (an OMPT tool whose callbacks do nothing: the floor)
   inline   under the collector, time only, each thread writing its own full
            buffers (GRAINLAB_WRITER=0: how it was before the writer thread)
-  time     under the collector, time only (full buffers go to the writer thread)
+  writer   under the collector, time only, full buffers always handed to the
+           writer thread (GRAINLAB_WRITER=1), even when the application's
+           threads fill every core
+  time     under the collector, time only, as users run it: the writer thread
+           takes full buffers while the application leaves it a core (fewer
+           traced threads than CPUs), threads write their own otherwise
   counters under the collector with software counters (task-clock,context-switches)
 
 The collector spools compact blocks of events during the run and the
@@ -51,8 +56,8 @@ import pyarrow.parquet as pq  # noqa: E402
 from grainlab import _paths  # noqa: E402
 from grainlab.spool import is_locked, spool_of  # noqa: E402
 
-CONFIGS = ("app", "empty", "inline", "time", "counters")
-TRACED = ("inline", "time", "counters")
+CONFIGS = ("app", "empty", "inline", "writer", "time", "counters")
+TRACED = ("inline", "writer", "time", "counters")
 COUNTERS = "task-clock,context-switches"
 TARGETS = {"per-call": 1.25, "cutoff": 1.02}
 BYTES_TARGET = 8.0
@@ -108,6 +113,8 @@ def environment(config, threads, trace, buffer_events, convert="background") -> 
             env["GRAINLAB_COUNTERS"] = COUNTERS
         if config == "inline":
             env["GRAINLAB_WRITER"] = "0"
+        if config == "writer":
+            env["GRAINLAB_WRITER"] = "1"
     return env
 
 
@@ -171,7 +178,7 @@ def slow_disk(argv, threads, buffer_events, tmp, reps):
     libslowwritev.so). Longest application stall and wall, inline vs writer."""
     slow = _paths.build_dir() / "tests" / "libslowwritev.so"
     out = {}
-    for config in ("inline", "time"):
+    for config in ("inline", "writer"):
         walls, stalls = [], []
         for _ in range(reps):
             trace = tmp / f"slow-{config}.parquet"
@@ -289,8 +296,11 @@ def main():
           f"for {growth:.1f}x the events ({'bounded' if bounded else 'GROWS'}); counters "
           f"per-call {ratio('per-call', 'counters'):.2f}x, empty tool "
           f"{ratio('per-call', 'empty'):.2f}x, inline writes (no writer thread) "
-          f"{ratio('per-call', 'inline'):.2f}x, longest stall {results['per-call']['time']['stall']:.1f} "
-          f"ms (inline {results['per-call']['inline']['stall']:.1f} ms), fixed cost "
+          f"{ratio('per-call', 'inline'):.2f}x, always the writer thread "
+          f"{ratio('per-call', 'writer'):.2f}x, longest stall "
+          f"{results['per-call']['time']['stall']:.1f} ms (inline "
+          f"{results['per-call']['inline']['stall']:.1f} ms, writer "
+          f"{results['per-call']['writer']['stall']:.1f} ms), fixed cost "
           f"{1e3 * (min(fixed['time']['wall']) - min(fixed['app']['wall'])):.0f} ms")
 
 

@@ -48,6 +48,20 @@ static void hand_over(gl_thread *t, uint32_t n) {
   }
 }
 
+/* No core for the writer: queue this buffer behind any it still holds of
+ * this thread (blocks stay in order) and write them all here, now. */
+static void write_own(gl_thread *t, uint32_t n) {
+  int k = t->current;
+  t->pool_n[k] = n;
+  t->pool_seq[k] = ++t->handed;
+  __atomic_store_n(&t->pool_state[k], GL_BUF_QUEUED, __ATOMIC_RELEASE);
+  struct timespec pause = {0, 20000};
+  while (gl_writer_drain_thread(t) < 0) nanosleep(&pause, 0); /* the writer is at one */
+  while (__atomic_load_n(&t->pool_state[k], __ATOMIC_ACQUIRE) != GL_BUF_OWNED)
+    nanosleep(&pause, 0); /* it took ours: it is about to give it back */
+  __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
+}
+
 /* Called on the thread whose buffer is full (from gl_record_at). The reserved
  * last slot takes FLUSH_BEGIN, so the block ends with it. */
 void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
@@ -73,8 +87,10 @@ void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
     pthread_sigmask(SIG_SETMASK, &old, 0);
     return;
   }
-  if (gl_writer_running()) {
+  if (gl_writer_running() && gl_writer_has_core()) {
     hand_over(t, n);
+  } else if (gl_writer_running()) {
+    write_own(t, n);
   } else {
     gl_spool_append_block(t->index, t->events, t->counters, n);
     __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);

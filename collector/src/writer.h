@@ -5,6 +5,7 @@
 
 void gl_writer_start(void);              /* at initialisation; GRAINLAB_WRITER=0: none */
 int gl_writer_running(void);             /* buffers can be handed over */
+int gl_writer_has_core(void);            /* ... and the application leaves it a core */
 void gl_writer_wake(void);               /* a buffer was handed over */
 int gl_writer_drain_thread(gl_thread *t); /* write t's queued buffers, oldest first */
 void gl_writer_stop(void);               /* write everything queued, end the writer */
