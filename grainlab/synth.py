@@ -677,6 +677,18 @@ def _flush_row(event, time, count, keys=("event", "task", "other", "value", "cou
     return row
 
 
+def _counts(groups: list[dict]) -> dict:
+    """grainlab.counts as the converter writes it (docs/trace-format.md)."""
+    code = np.concatenate([g["event"] for g in groups]) if groups else np.zeros(0, np.int64)
+    kind = np.concatenate([g["kind"] for g in groups]) if groups else np.zeros(0, np.int64)
+    creates = code == S.TASK_CREATE
+    return {"events": int(len(code)),
+            "threads": len({int(g["thread"][0]) for g in groups if len(g["event"])}),
+            "task_creates": int(creates.sum()), "chunk_events": int((code == S.CHUNK).sum()),
+            "dependence_wait_creates":
+                int((creates & ((kind.astype(np.uint64) & S.TASK_TASKWAIT) != 0)).sum())}
+
+
 def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, seed: int,
           buffer_events: int = 65536):
     """Write per-thread row columns as a grainlab trace (Parquet)."""
@@ -709,6 +721,7 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
         "grainlab.flushes": str(len(groups)),
         "grainlab.dropped_events": "0",
         "grainlab.recorded_events": str(sum(len(g["time"]) for g in groups)),
+        "grainlab.counts": json.dumps(_counts(groups)),
         "grainlab.collector": "synth",
         "grainlab.run_id": "null",
     }

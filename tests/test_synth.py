@@ -157,3 +157,15 @@ def test_cli_bad_arguments_are_one_line_errors(tmp_path, args, fragment, cli):
 def test_cli_unwritable_output(tmp_path, cli):
     r = cli("synth", "--shape", "loop", "--grains", "5", "-o", tmp_path / "no" / "x.parquet")
     assert_one_line_error(r, "cannot write")
+
+
+@pytest.mark.parametrize("shape", ["fork-join", "loop", "spine", "random"])
+def test_synthetic_counts_are_what_a_scan_counts(tmp_path, shape):
+    """grainlab.counts of a synthetic trace, as the converter's: what
+    `record`'s closing line would print equals the streamed scan's counts."""
+    from grainlab.stream import closing_counts, scan
+    path = write(tmp_path, shape, 3000, threads=3)
+    fast, full = closing_counts(path), scan(path)
+    assert type(fast).__name__ != "Scan"
+    assert (fast.events, fast.threads, fast.tasks, fast.chunk_events) == \
+        (full.events, full.threads, full.tasks, full.chunk_events)
