@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from handgraph import fork_join, loop, task_chain, thesis_fig_5_3
@@ -246,3 +247,23 @@ def test_intervals_start_at_the_first_grain():
     assert info["origin_ns"] == 1000 and info["intervals"] == 11
     assert g.grains.at[ids["baz"], ip.COLUMN] == 1
     assert g.grains.at[ids["baz"], "earliest_start"] == 1005
+
+
+def test_gap_candidate_is_the_nearest_other_grains_end_to_any_start():
+    """The "gap" interval (thesis: the smallest distance between one grain's
+    start and another's end) against a brute force over every pair, on
+    grains given in random order, with distinct times."""
+    import types
+    from grainlab.metrics.instantaneous_parallelism import interval_candidates
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        n = int(rng.integers(2, 40))
+        times = rng.choice(np.arange(1, 100_000), size=2 * n, replace=False)
+        times = times.reshape(n, 2)
+        start, end = times.min(axis=1), times.max(axis=1)
+        ids = rng.permutation(n)
+        g = types.SimpleNamespace(grains=pd.DataFrame({"work": end - start}))
+        got = interval_candidates(g, ids, start, end)["gap"]
+        d = np.abs(start[:, None] - end[None, :]).astype(float)
+        np.fill_diagonal(d, np.inf)
+        assert got == int(d.min()), (trial, n)
