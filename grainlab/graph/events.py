@@ -107,9 +107,11 @@ def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
     owner_row = np.where(ev == S.TASK_CREATE, other_owner, task_owner)
     owner_row[nobody | (thread_start & ~decides)] = -1
     marks = decides | nobody | thread_start
-    src = np.where(marks, np.arange(n), 0)
-    np.maximum.accumulate(src, out=src)
-    owner_running = owner_row[src]
+    # each row's latest mark at or before it (a thread's first row is one)
+    latest = np.cumsum(marks, dtype=np.int64)
+    latest -= 1
+    owner_running = owner_row[np.flatnonzero(marks)[latest]] if n else owner_row
+    del latest
 
     # Segment from this row to the thread's next row, clipped at the region end
     # for implicit tasks (libomp reports workers' last barrier end late).
@@ -121,12 +123,13 @@ def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
     last_of_thread[:-1] = thread[1:] != thread[:-1]
     next_time[last_of_thread] = time[last_of_thread]
     seg_end = next_time
-    has_owner = owner_running >= 0
-    clip = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    clip[has_owner] = implicit_end_clip[owner_running[has_owner]]
-    seg_end = np.minimum(seg_end, clip)
-    seg = np.maximum(seg_end - time, 0)
-    seg[~has_owner] = 0
+    # one gather: owner -1 (nobody runs) takes the appended "no clip"
+    clip = np.append(np.asarray(implicit_end_clip, dtype=np.int64),
+                     np.iinfo(np.int64).max)[owner_running]
+    seg_end = np.minimum(seg_end, clip, out=clip)
+    seg = np.subtract(seg_end, time)
+    np.maximum(seg, 0, out=seg)
+    seg[owner_running < 0] = 0
 
     counters = {}
     for name in events.columns:
