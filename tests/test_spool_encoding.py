@@ -20,6 +20,7 @@ zero-length blocks, raw blocks from a signal handler beside compact ones,
 from __future__ import annotations
 
 import os
+import sys
 import random
 import shutil
 import signal
@@ -60,13 +61,15 @@ def converter() -> str:
     return str(_paths.converter())
 
 
-def spool_run(example, out, *args, threads=2, buffer=4096, env=None, check=True):
-    """Run fib under the collector with GRAINLAB_CONVERT=no: the spool stays."""
+def spool_run(example, out, *args, threads=2, buffer=4096, env=None, check=True, wrap=()):
+    """Run fib under the collector with GRAINLAB_CONVERT=no: the spool stays.
+    wrap: a command that runs it (e.g. one that measures its peak memory)."""
     full = {**os.environ, "OMP_NUM_THREADS": str(threads), "GRAINLAB_QUIET": "1",
             "OMP_TOOL_LIBRARIES": str(_paths.build_dir() / "lib" / _paths.COLLECTOR),
             "GRAINLAB_OUTPUT": str(out), "GRAINLAB_BUFFER_EVENTS": str(buffer),
             "GRAINLAB_CONVERT": "no", **(env or {})}
-    result = subprocess.run([example("fib"), *map(str, args)], env=full, capture_output=True,
+    result = subprocess.run([*wrap, example("fib"), *map(str, args)], env=full,
+                            capture_output=True,
                             text=True, timeout=120)
     if check:
         assert result.returncode == 0, result.stderr
@@ -555,8 +558,20 @@ def test_a_bad_encoding_name_is_one_line_and_compact(example, tmp_path):
 
 def test_the_largest_buffer_encodes(example, tmp_path):
     """GRAINLAB_BUFFER_EVENTS=2^26: the buffers and the encoder's scratch area
-    are reserved for 2^26 + 1 rows (address space, touched only as used)."""
-    spool, _ = spool_run(example, tmp_path / "t.parquet", 20, buffer=1 << 26)
+    are reserved for 2^26 + 1 rows (address space, touched only as used: the
+    pages the collector touches ahead are capped, so 2 threads x 2 buffers of
+    3.7 GiB stay ~40 MiB resident)."""
+    # the program's own peak (ru_maxrss of a child forked from this big test
+    # process would count the test's memory: a small Python forks it)
+    stats = tmp_path / "rss"
+    peak = ("import os, subprocess, sys\n"
+            "p = subprocess.Popen(sys.argv[2:])\n"
+            "_, status, usage = os.wait4(p.pid, 0)\n"
+            "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+    spool, _ = spool_run(example, tmp_path / "t.parquet", 20, buffer=1 << 26,
+                         wrap=[sys.executable, "-c", peak, str(stats)])
+    assert int(stats.read_text()) < 256 * 1024      # KiB
     assert set(encodings(spool)) == {COMPACT}
     c = convert(spool, tmp_path / "t.parquet")
     assert c.returncode == 0, c.stderr

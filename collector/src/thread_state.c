@@ -44,12 +44,15 @@ void gl_pool_configure(void) {
   gl_pool_size = fit < 2 ? 2 : fit > GL_POOL ? GL_POOL : (int)fit;
 }
 
-/* Touch every page of a buffer now, as the thread begins: otherwise the
+/* Touch the pages of a buffer now, as the thread begins: otherwise the
  * first row written to each 4 KiB page faults, and ~1,400 faults per
  * 100,000 rows (1-3 us each on a VM) land inside whatever grain runs,
- * inflating work by a quarter on fine-grained programs. */
+ * inflating work by a quarter on fine-grained programs. At most the pool's
+ * budget per buffer: a user's huge buffers (up to 2^26 rows, 3.7 GiB) stay
+ * memory only where rows are written. */
 static void prefault(void *p, size_t bytes) {
   volatile char *c = p;
+  if (bytes > GL_POOL_BYTES) bytes = GL_POOL_BYTES;
   for (size_t o = 0; o < bytes; o += 4096) c[o] = 0;
   if (bytes) c[bytes - 1] = 0;
 }
