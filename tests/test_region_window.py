@@ -261,3 +261,48 @@ def test_a_worker_that_begins_before_its_master_does_not_count_the_team_start_tw
     assert fork["end"].max() <= 200
     whole = gl.analyze(t)
     assert whole.summary["span_ns"] <= 2040 - 2       # the initial task's life
+
+
+def test_a_task_taken_while_its_creator_is_still_in_the_runtime(tmp_path):
+    """Thread 0 creates a task at 10 and is back from the runtime only at 40;
+    thread 1 took the task at 12 and ran it until 100. The fork weighs the
+    creation until the child began (2 ns), not 30: the path creator -> child
+    counts no time twice and the span stays within the region (it was 132 ns
+    in a 105 ns region)."""
+    from tracegen import TraceBuilder, task_id
+    from grainlab import schema as S
+    b = TraceBuilder()
+    init, region, kid = task_id(0, 1), task_id(0, 2), task_id(0, 100)
+    imp = [task_id(0, 10), task_id(1, 10)]
+    b.add(0, S.THREAD_BEGIN, 1, kind=1)
+    b.add(0, S.IMPLICIT_BEGIN, 2, task=init, kind=S.TASK_INITIAL, count=1)
+    b.add(0, S.PARALLEL_BEGIN, 3, task=init, other=region, count=2)
+    b.add(1, S.THREAD_BEGIN, 4, kind=2)
+    for th in range(2):
+        b.add(th, S.IMPLICIT_BEGIN, 5, task=imp[th], other=region, value=th, count=2,
+              kind=S.TASK_IMPLICIT)
+    b.add(0, S.TASK_CREATE, 10, task=kid, other=imp[0], kind=S.TASK_EXPLICIT)
+    b.add(1, S.TASK_SCHEDULE, 12, task=kid, other=imp[1], kind=S.STATUS_SWITCH)
+    b.add(0, S.SYNC_BEGIN, 40, task=imp[0], other=region, kind=S.SYNC_TASKWAIT)
+    b.add(1, S.TASK_SCHEDULE, 100, task=imp[1], other=kid, kind=S.STATUS_COMPLETE)
+    b.add(0, S.SYNC_END, 101, task=imp[0], other=region, kind=S.SYNC_TASKWAIT)
+    for th in range(2):
+        b.add(th, S.SYNC_BEGIN, 105, task=imp[th], other=region, kind=9)
+        b.add(th, S.SYNC_END, 106, task=imp[th], other=region, kind=9)
+        b.add(th, S.IMPLICIT_END, 107, task=imp[th], value=th, count=2, kind=S.TASK_IMPLICIT)
+    b.add(0, S.PARALLEL_END, 108, task=init, other=region)
+    b.add(1, S.THREAD_END, 109)
+    b.add(0, S.IMPLICIT_END, 110, task=init, kind=S.TASK_INITIAL, count=1)
+    b.add(0, S.THREAD_END, 111)
+    t = gl.load(b.write(tmp_path / "early_child.parquet"))
+    wall = region_table(t).loc[1, "duration_ns"]
+    a = gl.analyze(t, region=1)
+    g = a.graph
+    assert_exact_critical_path(g)
+    fork = g.nodes[(g.nodes["type"].astype(str) == "fork") & (g.nodes["child"] == 0)]
+    assert fork["duration"].tolist() == [2] and fork["end"].tolist() == [12]
+    assert a.summary["span_ns"] <= wall
+    # the creator's time after the child began stays the creator's work
+    creator = g.nodes[(g.nodes["owner"] == g.nodes.loc[fork.index[0], "owner"])
+                      & (g.nodes["type"].astype(str) == "fragment")]
+    assert creator["duration"].sum() == (10 - 5) + (40 - 12) + (105 - 101) + (107 - 106)

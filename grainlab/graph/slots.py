@@ -135,6 +135,12 @@ def _task_slots(parts, orows, owners, q) -> Forks:
     gap = _gap_to_next_runtime_row(r, cr)
     estimate = int(round(float(np.quantile(gap, q)))) if len(gap) else 0
     fork_w = np.minimum(gap, estimate)
+    # ... and at most until the child begins (another thread may take it
+    # while its creator is still in the runtime: the path creator -> child
+    # would count that time twice, and a span could outgrow the run)
+    begin = np.full(E, np.iinfo(np.int64).max, dtype=np.int64)
+    begin[own[sc]] = t[sc]
+    fork_w = np.minimum(fork_w, np.maximum(begin[child] - t[cr], 0))
     parts.add(len(cr), owner=parent, row=r.grank[cr], sub=0, type=FORK, recv=False,
               child=child, start=t[cr])
     parts.add(len(cr), owner=parent, row=r.grank[cr], sub=1, type=FRAGMENT, start=t[cr] + fork_w)
