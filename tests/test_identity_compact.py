@@ -28,7 +28,7 @@ from conftest import grainlab as run_cli
 from grainlab import identity as I
 from grainlab import schema as S
 from grainlab.metrics import work_deviation
-from tracegen import TraceBuilder, fork_join_trace, task_id
+from tracegen import TraceBuilder, fork_join_trace, task_id, team_region
 
 ON_DEMAND = {"GRAINLAB_IDENTITY_MAX_CHARS": "0", "GRAINLAB_IDENTITY_TOTAL_CHARS": "0"}
 
@@ -188,17 +188,9 @@ def nested_trace() -> tuple[TraceBuilder, dict]:
     right after its creation burst (thread 0). Returns the builder and the
     lineage every task must get by the documented rule."""
     b = TraceBuilder()
-    init, region = task_id(0, 1), task_id(0, 2)
-    imp = [task_id(0, 10), task_id(1, 10)]
+    init, region, imp = team_region(b, 2)
     A, B, C, D, E = (task_id(0, 100 + i) for i in range(5))
     kids = {imp[0]: [A, B], B: [C, D], D: [E]}
-    b.add(0, S.THREAD_BEGIN, 1, kind=1)
-    b.add(0, S.IMPLICIT_BEGIN, 2, task=init, kind=S.TASK_INITIAL, count=1)
-    b.add(0, S.PARALLEL_BEGIN, 3, task=init, other=region, count=2)
-    b.add(1, S.THREAD_BEGIN, 4, kind=2)
-    for th in range(2):
-        b.add(th, S.IMPLICIT_BEGIN, 5, task=imp[th], other=region, value=th, count=2,
-              kind=S.TASK_IMPLICIT)
     t = [10]
 
     def tick():

@@ -61,21 +61,38 @@ class TraceBuilder:
         return path
 
 
-def fork_join_trace(children=3, threads=2) -> TraceBuilder:
-    """Initial task -> one parallel region of `threads` implicit tasks; the
-    implicit task of thread 0 creates `children` tasks and waits for them."""
-    b = TraceBuilder()
+def team_region(b: TraceBuilder, threads=2):
+    """The initial task (thread 0, at 2) begins a parallel region at 3 whose
+    `threads` implicit tasks all begin at 5. Returns (init, region, implicit ids)."""
     init, region = task_id(0, 1), task_id(0, 2)
     implicit = [task_id(t, 10) for t in range(threads)]
     b.add(0, S.THREAD_BEGIN, 1, kind=1)
     b.add(0, S.IMPLICIT_BEGIN, 2, task=init, kind=S.TASK_INITIAL, count=1)
     b.add(0, S.PARALLEL_BEGIN, 3, task=init, other=region, count=threads)
-    t = 10
     for th in range(1, threads):
         b.add(th, S.THREAD_BEGIN, 4, kind=2)
     for th in range(threads):
         b.add(th, S.IMPLICIT_BEGIN, 5, task=implicit[th], other=region, value=th,
               count=threads, kind=S.TASK_IMPLICIT)
+    return init, region, implicit
+
+
+def team_region_end(b: TraceBuilder, init, region, t, threads=2):
+    """The region ends at t (PARALLEL_END), the workers' threads at t + 1, the
+    initial task at t + 2 and its thread at t + 3."""
+    b.add(0, S.PARALLEL_END, t, task=init, other=region)
+    for th in range(1, threads):
+        b.add(th, S.THREAD_END, t + 1)
+    b.add(0, S.IMPLICIT_END, t + 2, task=init, kind=S.TASK_INITIAL, count=1)
+    b.add(0, S.THREAD_END, t + 3)
+
+
+def fork_join_trace(children=3, threads=2) -> TraceBuilder:
+    """Initial task -> one parallel region of `threads` implicit tasks; the
+    implicit task of thread 0 creates `children` tasks and waits for them."""
+    b = TraceBuilder()
+    init, region, implicit = team_region(b, threads)
+    t = 10
     kids = [task_id(0, 100 + c) for c in range(children)]
     for kid in kids:
         b.add(0, S.TASK_CREATE, t, task=kid, other=implicit[0], kind=S.TASK_EXPLICIT)
@@ -94,10 +111,5 @@ def fork_join_trace(children=3, threads=2) -> TraceBuilder:
         b.add(th, S.SYNC_END, t + 1, task=implicit[th], other=region, kind=9)
         b.add(th, S.IMPLICIT_END, t + 2, task=implicit[th], value=th, count=threads,
               kind=S.TASK_IMPLICIT)
-    t += 3
-    b.add(0, S.PARALLEL_END, t, task=init, other=region)
-    for th in range(1, threads):
-        b.add(th, S.THREAD_END, t + 1)
-    b.add(0, S.IMPLICIT_END, t + 2, task=init, kind=S.TASK_INITIAL, count=1)
-    b.add(0, S.THREAD_END, t + 3)
+    team_region_end(b, init, region, t + 3, threads)
     return b
