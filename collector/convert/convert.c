@@ -157,11 +157,6 @@ static void append_image(char **buf, size_t *len, size_t *cap, const kvlist *kv,
 
 /* ------------------------------------------------------------ writing */
 
-/* Blocks go to the writer thread through a ring of two jobs: job k uses
- * buffer k % 2, so the main thread decodes block k + 1 while block k is
- * written, and waits before it reuses the buffer of block k - 1 until that
- * block is written. The writer shim is called by one thread at a time: open
- * before the thread starts, close after it stopped. */
 /* What record's closing line prints, counted as the blocks pass (the same
  * rows the trace gets): it reads them from the footer instead of scanning
  * the whole trace (grainlab.counts in docs/trace-format.md). */
@@ -177,6 +172,11 @@ static inline void count_event(event_counts *c, uint8_t event, uint32_t kind) {
   c->chunk_events += event == GL_EV_CHUNK;
 }
 
+/* Blocks go to the writer thread through a ring of two jobs: job k uses
+ * buffer k % 2, so the main thread decodes block k + 1 while block k is
+ * written, and waits before it reuses the buffer of block k - 1 until that
+ * block is written. The writer shim is called by one thread at a time: open
+ * before the thread starts, close after it stopped. */
 typedef struct job {
   uint32_t thread, n;
   const gl_event_t *ev; /* rows (a raw block), or NULL: the columns */
