@@ -55,10 +55,11 @@ static void write_own(gl_thread *t, uint32_t n) {
   t->pool_n[k] = n;
   t->pool_seq[k] = ++t->handed;
   __atomic_store_n(&t->pool_state[k], GL_BUF_QUEUED, __ATOMIC_RELEASE);
+  /* While the writer holds this thread's lock it writes every queued
+   * buffer, ours too; once we hold it we write what is left. Either way,
+   * when the drain succeeds, buffer k is written and ours again. */
   struct timespec pause = {0, 20000};
-  while (gl_writer_drain_thread(t) < 0) nanosleep(&pause, 0); /* the writer is at one */
-  while (__atomic_load_n(&t->pool_state[k], __ATOMIC_ACQUIRE) != GL_BUF_OWNED)
-    nanosleep(&pause, 0); /* it took ours: it is about to give it back */
+  while (gl_writer_drain_thread(t) < 0) nanosleep(&pause, 0);
   __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
 }
 
