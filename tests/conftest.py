@@ -33,6 +33,23 @@ def build_dir() -> Path:
     return _paths.build_dir()
 
 
+# Linux's ru_maxrss of a child counts the memory of the process it was forked
+# from (kept across exec), so a child of this big test process would report at
+# least the test's own peak: a small Python forks the program instead and
+# writes the program's own peak (bytes) to a file.
+_PEAK_RSS = ("import os, subprocess, sys\n"
+             "p = subprocess.Popen(sys.argv[2:])\n"
+             "_, status, usage = os.wait4(p.pid, 0)\n"
+             "open(sys.argv[1], 'w').write(str(usage.ru_maxrss * 1024))\n"
+             "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
+def peak_rss_prefix(out: Path) -> list[str]:
+    """Command prefix: runs the program after it and writes its own peak
+    resident memory (bytes) to `out`; exits with the program's status."""
+    return [sys.executable, "-c", _PEAK_RSS, str(out)]
+
+
 @pytest.fixture(scope="session")
 def build():
     """The build directory; fails the test if the native parts are not built."""

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from conftest import grainlab as run_cli
+from conftest import grainlab as run_cli, peak_rss_prefix
 
 MIB = 1024 ** 2
 
@@ -36,24 +38,14 @@ def test_deeptree_identity_equal_with_1_and_2_threads(record):
     assert sets[0] == sets[1]
 
 
-# Run through a small wrapper: Linux's ru_maxrss of a child counts the memory
-# of the process it was forked from (kept across exec), so a child of this big
-# test process would report at least the test process's own peak.
-WRAPPER = (
-    "import os, subprocess, sys\n"
-    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
-    "_, status, usage = os.wait4(p.pid, 0)\n"
-    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)\n")
-
-
 def peak_rss_of(*args) -> int:
     """Peak resident memory (bytes) of one `grainlab` process, from its own rusage."""
-    r = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m",
-                        "grainlab.cli", *map(str, args)],
-                       capture_output=True, text=True, timeout=300)
-    code, peak = map(int, r.stdout.split())
-    assert code == 0, r.stderr
-    return peak
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "peak"
+        r = subprocess.run([*peak_rss_prefix(out), sys.executable, "-m", "grainlab.cli",
+                            *map(str, args)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return int(out.read_text())
 
 
 def test_info_memory_does_not_grow_with_depth(tmp_path):

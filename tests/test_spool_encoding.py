@@ -20,7 +20,6 @@ zero-length blocks, raw blocks from a signal handler beside compact ones,
 from __future__ import annotations
 
 import os
-import sys
 import random
 import shutil
 import signal
@@ -34,7 +33,7 @@ import pytest
 import grainlab
 from grainlab import _paths
 from grainlab.spool import spool_of
-from conftest import REPO
+from conftest import REPO, peak_rss_prefix
 
 pytestmark = pytest.mark.native
 
@@ -561,17 +560,10 @@ def test_the_largest_buffer_encodes(example, tmp_path):
     are reserved for 2^26 + 1 rows (address space, touched only as used: the
     pages the collector touches ahead are capped, so 2 threads x 2 buffers of
     3.7 GiB stay ~40 MiB resident)."""
-    # the program's own peak (ru_maxrss of a child forked from this big test
-    # process would count the test's memory: a small Python forks it)
-    stats = tmp_path / "rss"
-    peak = ("import os, subprocess, sys\n"
-            "p = subprocess.Popen(sys.argv[2:])\n"
-            "_, status, usage = os.wait4(p.pid, 0)\n"
-            "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
-            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+    peak = tmp_path / "peak"
     spool, _ = spool_run(example, tmp_path / "t.parquet", 20, buffer=1 << 26,
-                         wrap=[sys.executable, "-c", peak, str(stats)])
-    assert int(stats.read_text()) < 256 * 1024      # KiB
+                         wrap=peak_rss_prefix(peak))
+    assert int(peak.read_text()) < 256 * 2**20
     assert set(encodings(spool)) == {COMPACT}
     c = convert(spool, tmp_path / "t.parquet")
     assert c.returncode == 0, c.stderr
