@@ -13,6 +13,9 @@ For each, 2 threads, repetitions interleaved (best and median shown):
   record     `grainlab record` as a user runs it: the same, plus its closing
              line (which checks and counts the trace, streaming)
   analyze    `grainlab analyze --json` of the trace (peak RSS of the CLI)
+  analyze~hp the same with the other choice of numpy's huge-page advice than
+             the command line's default for this trace's size
+             (GRAINLAB_HUGEPAGES, grainlab/process_memory.py)
 
 Targets (issue 7): uts analyze <= 40 s and <= 8 GiB; uts until ready <= 2 x
 app and <= 256 MiB; fib28 analyze <= 5 s. The machine is noisy (2-core VM
@@ -34,9 +37,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+import pyarrow.parquet as pq  # noqa: E402
+
 from grainlab import _paths  # noqa: E402
+from grainlab.process_memory import hugepages_for  # noqa: E402
 
 GNU_TIME = "/usr/bin/time"
+STEPS = ("app", "ready", "record", "analyze", "analyze~hp")
 GIB = 1024 ** 3
 CASES = {"fib28": ("fib", ["28"]), "uts": ("uts", ["deep", "1570", "5220"])}
 TARGETS = {"fib28": {"analyze_s": 5.0}, "uts": {"analyze_s": 40.0, "analyze_gib": 8.0,
@@ -68,7 +75,7 @@ def measure(case: str, reps: int, tmp: Path) -> dict:
     binary = str(_paths.example(program))
     cli = [sys.executable, "-c", "import sys; from grainlab.cli import main; sys.exit(main())"]
     trace = tmp / f"{case}.parquet"
-    runs: dict = {k: [] for k in ("app", "ready", "record", "analyze")}
+    runs: dict = {k: [] for k in STEPS}
     for _ in range(reps):
         env = base_env()
         runs["app"].append(timed([binary, *args], env, tmp))
@@ -80,6 +87,9 @@ def measure(case: str, reps: int, tmp: Path) -> dict:
         runs["record"].append(timed([*cli, "record", "-o", str(trace), "--", binary, *args],
                                     env, tmp))
         runs["analyze"].append(timed([*cli, "analyze", "--json", str(trace)], env, tmp))
+        rows = pq.ParquetFile(trace).metadata.num_rows
+        other = dict(env, GRAINLAB_HUGEPAGES="0" if hugepages_for(rows, "") else "1")
+        runs["analyze~hp"].append(timed([*cli, "analyze", "--json", str(trace)], other, tmp))
     out = {}
     for k, rs in runs.items():
         walls = [w for w, _ in rs]
@@ -101,15 +111,15 @@ def main() -> int:
         sys.exit(f"real_scale: {GNU_TIME} (GNU time) is needed for peak RSS")
     print(f"2 threads, {args.reps} repetitions interleaved; best / median wall s, peak RSS; "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"{'case':7} {'step':8} {'best s':>8} {'med s':>8} {'x app':>6} {'peak MiB':>9}")
+    print(f"{'case':7} {'step':10} {'best s':>8} {'med s':>8} {'x app':>6} {'peak MiB':>9}")
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="grainlab-real-") as d:
         for case in cases:
             r = measure(case, args.reps, Path(d))
             app = r["app"]["best_s"]
-            for step in ("app", "ready", "record", "analyze"):
+            for step in STEPS:
                 m = r[step]
-                print(f"{case:7} {step:8} {m['best_s']:8.2f} {m['median_s']:8.2f} "
+                print(f"{case:7} {step:10} {m['best_s']:8.2f} {m['median_s']:8.2f} "
                       f"{m['best_s'] / app:6.2f} {m['peak_bytes'] / 2**20:9.0f}", flush=True)
             t = TARGETS[case]
             an = r["analyze"]

@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import sys
 
-from . import __version__, commands
+from . import __version__, commands, process_memory
 from .errors import GrainlabError
 
 EXIT_USAGE = 2
@@ -66,16 +66,6 @@ class _UnavailableCommand:
                             f"installation ({self.reason})")
 
 
-def use_system_allocator() -> None:
-    """Arrow's buffers from the C library's malloc, not Arrow's default
-    mimalloc pool, which keeps freed memory cached: loading a 20M-event trace
-    peaked at 1.99 GB against 1.66 GB, and took 2-4.5 s against 1.0 s (these
-    VMs make fresh memory expensive). A process-wide choice, so only the
-    command line makes it; `import grainlab` leaves Arrow's pool alone."""
-    import pyarrow as pa
-    pa.set_memory_pool(pa.system_memory_pool())
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grainlab",
@@ -94,7 +84,7 @@ def main(argv=None) -> int:
     if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
         print(f"grainlab {__version__}")     # without importing every command
         return 0
-    use_system_allocator()
+    process_memory.enable()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

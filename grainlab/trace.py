@@ -55,6 +55,8 @@ def load_checking(path):
 def _read_trace(path) -> "Trace":
     path = Path(path)
     parquet, meta = open_trace(path)
+    from .process_memory import fit_to_trace
+    fit_to_trace(parquet.metadata.num_rows)
     events, sizes = _read_events(path, parquet, meta)
     from .depwait import fold_dependence_waits
     events, folded = fold_dependence_waits(events)
