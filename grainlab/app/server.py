@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlencode
 
 import numpy as np
 from dash import Dash, Input, Output, State, ctx, dash_table, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from .. import problems as P
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
@@ -154,19 +155,19 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
         Output("state", "data"), Output("url", "search"), Output("view", "value"),
         Output("problem", "value"), Output("threshold", "value"),
         Input("url", "search"), Input("view", "value"), Input("problem", "value"),
-        Input("threshold", "value"), Input("loc-table", "selected_row_ids"),
+        Input("threshold", "value"),
         Input("graph-fig", "clickData"), Input("threads-fig", "clickData"),
         Input("graph-fig", "relayoutData"), Input("threads-fig", "relayoutData"),
         State("state", "data"))
-    def sync(search, view, problem, threshold, loc_rows, gclick, tclick, grelayout, trelayout,
-             state):
+    def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout, state):
         trig = ctx.triggered_id
-        if trig in (None, "url") or state is None:
+        if trig in (None, "url"):
             st = parse_state(search, data)
             th = st["threshold"] if st["threshold"] is not None else \
                 data.default_threshold(st["problem"])
             return st, no_update, st["view"], st["problem"], th
-        st = dict(state)
+        # an action before the page's first state came back applies to the URL's
+        st = dict(state) if state is not None else parse_state(search, data)
         th_out = no_update
         if trig == "view":
             st["view"] = view
@@ -176,9 +177,6 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
         elif trig == "threshold":
             default = data.default_threshold(st["problem"])
             st["threshold"] = None if threshold is None or threshold == default else threshold
-        elif trig == "loc-table" and loc_rows:
-            st.update(problem=LOCATION_VIEW, location=loc_rows[0], threshold=None,
-                      view="graph")
         else:
             fired = set(ctx.triggered_prop_ids)
             for fig, click, relayout, key in (("graph-fig", gclick, grelayout, "zoom"),
@@ -191,9 +189,33 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
                         st[key] = _expand(click, st.get(key), data, vertical=(key == "zoom"))
                 if f"{fig}.relayoutData" in fired and relayout:
                     st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
-        out_view = st["view"] if trig == "loc-table" else no_update
-        out_problem = st["problem"] if trig == "loc-table" else no_update
-        return st, format_state(st), out_view, out_problem, th_out
+        if st == state and th_out is no_update:
+            # Nothing changed (the figures' first autosize, a click on empty
+            # space): write nothing, so that a stale copy of the state (each
+            # call reads it as it was when the call was sent) cannot
+            # overwrite a newer change made meanwhile.
+            raise PreventUpdate
+        return st, format_state(st), no_update, no_update, th_out
+
+    # A location picked in the table: its own callback, not an input of
+    # `sync`. Dash drops the answer of a call that a newer call of the same
+    # callback overtook, and the figures' first autosize calls `sync` just
+    # after they are drawn: a row picked then was lost (2 of 8 page loads in
+    # tests/test_serve.py).
+    @app.callback(
+        Output("state", "data", allow_duplicate=True),
+        Output("url", "search", allow_duplicate=True),
+        Output("view", "value", allow_duplicate=True),
+        Output("problem", "value", allow_duplicate=True),
+        Output("threshold", "value", allow_duplicate=True),
+        Input("loc-table", "selected_row_ids"), State("url", "search"), State("state", "data"),
+        prevent_initial_call=True)
+    def pick_location(loc_rows, search, state):
+        if not loc_rows:
+            raise PreventUpdate
+        st = dict(state) if state is not None else parse_state(search, data)
+        st.update(problem=LOCATION_VIEW, location=loc_rows[0], threshold=None, view="graph")
+        return st, format_state(st), st["view"], st["problem"], no_update
 
     @app.callback(*[Output(f"pane-{v}", "style") for v, _ in VIEWS + [("compare", "")]],
                   Input("state", "data"))
