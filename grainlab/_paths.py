@@ -19,6 +19,7 @@ EMPTY_TOOL = "libgrainempty.so"
 WRITER = "libgrainwriter.so"
 EXEC_HOOKS = "libgrainexec.so"
 CONVERTER = "grainlab-convert"
+GRAPH_KERNELS = "libgrainlab_graph.so"
 
 
 def build_dir() -> Path:
@@ -51,6 +52,13 @@ def collector_library() -> Path:
                 f"GRAINLAB_COLLECTOR={env}: no such file")
         return path.resolve()
     return _existing(lib_dir() / COLLECTOR, "collector library " + COLLECTOR)
+
+
+def graph_kernels_library() -> Path | None:
+    """The analysis's compiled kernels (grainlab/native), or None when they
+    are not built: the analysis then uses its slower pure-Python paths."""
+    path = lib_dir() / GRAPH_KERNELS
+    return path.resolve() if path.is_file() else None
 
 
 def empty_tool_library() -> Path:

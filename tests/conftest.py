@@ -57,6 +57,7 @@ def build():
     missing = [str(p) for p in (root / "lib" / _paths.COLLECTOR,
                                 root / "lib" / _paths.EMPTY_TOOL,
                                 root / "lib" / _paths.WRITER,
+                                root / "lib" / _paths.GRAPH_KERNELS,
                                 root / "examples" / "fib")
                if not p.is_file()]
     if missing:

@@ -93,3 +93,69 @@ def test_longest_path_when_times_disagree_with_edges():
     h.add_weighted_edges_from((i, "T", int(w[i])) for i in range(n))
     assert span == nx.dag_longest_path_length(h)
     assert int(w[path].sum()) == span
+
+
+# -- the compiled dynamic programme against the Dijkstra reduction ----------
+
+def _both(monkeypatch, **arrays):
+    """longest_path's result by the compiled kernel, then by scipy's Dijkstra."""
+    from grainlab.graph import critical_path as cp
+    assert cp._native_kernel() is not None, "build/lib/libgrainlab_graph.so is not built"
+    native = longest_path(**arrays)
+    with monkeypatch.context() as m:
+        m.setenv("GRAINLAB_NATIVE", "0")
+        assert cp._native_kernel() is None
+        fallback = longest_path(**arrays)
+    return native, fallback
+
+
+def _random_dag(rng, n, max_preds, zero_share):
+    """Forward edges on 0..n-1 (some duplicated), small weights with zeros
+    and ties, nodes shuffled so that ids are not a topological order."""
+    src, dst = [], []
+    for v in range(1, n):
+        k = int(rng.integers(0, min(v, max_preds) + 1))
+        for u in rng.choice(v, size=k, replace=True):      # duplicates allowed
+            src.append(int(u))
+            dst.append(v)
+    w = rng.integers(0, 4, n) * (rng.random(n) >= zero_share)
+    perm = rng.permutation(n)                               # new id of old node i
+    start = np.empty(n, np.int64)
+    start[perm] = np.arange(n) * 10                         # times agree with edges
+    wp = np.empty(n, np.int64)
+    wp[perm] = w
+    return {"duration": wp, "start": start, "end": start + 5,
+            "is_join": np.zeros(n, bool), "released": np.zeros(n, bool),
+            "src": perm[np.asarray(src, np.int64)], "dst": perm[np.asarray(dst, np.int64)]}
+
+
+@pytest.mark.parametrize("seed,n,max_preds,zero_share", [
+    (0, 1, 0, 0.0), (1, 2, 1, 1.0), (2, 50, 0, 0.0), (3, 200, 3, 0.5),
+    (4, 2000, 2, 0.2), (5, 5000, 6, 0.0), (6, 300, 1, 0.9)])
+def test_compiled_longest_path_equals_dijkstra(build, monkeypatch, seed, n, max_preds,
+                                               zero_share):
+    a = _random_dag(np.random.default_rng(seed), n, max_preds, zero_share)
+    (p1, s1, f1, h1), (p2, s2, f2, h2) = _both(monkeypatch, **a)
+    assert h1 == h2 == "time"
+    assert s1 == s2 and np.array_equal(f1, f2)
+    # a real path: along edges, from a node without predecessors, weighing the span
+    edges = set(zip(a["src"].tolist(), a["dst"].tolist()))
+    for p in (p1, p2):
+        assert all((u, v) in edges for u, v in zip(p[:-1].tolist(), p[1:].tolist()))
+        assert p[0] not in set(a["dst"].tolist())
+        assert int(a["duration"][p].sum()) == s1
+    # and the span is networkx's
+    h = nx.DiGraph()
+    h.add_nodes_from(range(n))
+    h.add_weighted_edges_from((int(u), int(v), int(a["duration"][u])) for u, v in edges)
+    h.add_weighted_edges_from((i, "T", int(a["duration"][i])) for i in range(n))
+    assert s1 == nx.dag_longest_path_length(h)
+
+
+def test_compiled_longest_path_equals_dijkstra_on_a_real_graph(monkeypatch, record):
+    g = build(record("fib", 14, 3, threads=2))
+    arrays = dict(node_arrays(g.nodes), src=g.edges["src"].to_numpy(),
+                  dst=g.edges["dst"].to_numpy())
+    (p1, s1, f1, _), (p2, s2, f2, _) = _both(monkeypatch, **arrays)
+    assert s1 == s2 == g.span == reference_span(g)
+    assert np.array_equal(f1, f2)

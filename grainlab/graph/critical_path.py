@@ -1,18 +1,20 @@
 """Exact critical path of the fragment-level grain graph.
 
-The critical path is the node-weighted longest path of the DAG. A longest-path
-dynamic programme is sequential, so instead of a Python loop over nodes we turn
-it into a shortest-path problem that a compiled routine (scipy's Dijkstra)
-solves exactly:
+The critical path is the node-weighted longest path of the DAG: a dynamic
+programme over a topological order (nodes sorted by the time they became
+possible — a join when it was released, anything else when it started —
+verified against every edge; igraph's topological sort if the times
+disagree). The programme is sequential, so it runs compiled:
 
-  * take a topological order (nodes sorted by the time they became possible —
-    a join when it was released, anything else when it started — verified
-    against every edge; igraph's topological sort if the times disagree);
-  * with prefix sums p(v) = sum of weights up to v in that order, plus rank(v),
-    the reduced edge weight  p(v) - w(v) - p(u)  is >= 1 on every edge u -> v;
-  * path lengths telescope: reduced length of s ~> v = p(v) - p(s) - (sum of
-    node weights on the path), so the shortest reduced path is the longest
-    weighted one. Integers below 2^53 are exact in float64.
+  * grainlab/native/longest_path.c, O(V + E), through ctypes when it is built
+    (fib 28, 4.1M nodes: 0.07 s for the loop, 0.24 s with the order);
+  * else scipy's Dijkstra on a reduced graph (0.6-0.7 s there): with prefix
+    sums p(v) = sum of weights up to v in topological order, plus rank(v),
+    the reduced edge weight  p(v) - w(v) - p(u)  is >= 1 on every edge
+    u -> v, and path lengths telescope: reduced length of s ~> v = p(v) -
+    p(s) - (sum of node weights on the path), so the shortest reduced path
+    is the longest weighted one. Integers below 2^53 are exact in float64.
+GRAINLAB_NATIVE=0 forces the second (the tests compare the two).
 """
 from __future__ import annotations
 
@@ -55,20 +57,77 @@ def node_arrays(nodes: pd.DataFrame) -> dict:
 def longest_path(duration, start, end, is_join, released, src, dst):
     """(path node ids in order, span, earliest finish per node, order source)
     of the graph of nodes with these columns (`node_arrays`) and edges src -> dst."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import dijkstra
-
     n = len(duration)
     if n == 0:
         return np.empty(0, np.int64), 0, np.empty(0, np.int64), "empty"
-    w = np.asarray(duration).astype(np.int64, copy=False)
-    src = np.asarray(src).astype(np.int64, copy=False)
-    dst = np.asarray(dst).astype(np.int64, copy=False)
+    w = np.ascontiguousarray(duration, dtype=np.int64)
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    dst = np.ascontiguousarray(dst, dtype=np.int64)
     order, rank, how = topological_order(start, end, is_join, released, src, dst)
     del rank
+    kernel = _native_kernel()
+    if kernel is not None:
+        finish, pred = _native_longest(kernel, order, w, src, dst)
+    else:
+        finish, pred = _dijkstra_longest(order, w, src, dst)
+    sink = int(np.argmax(finish))
+    span = int(finish[sink])
+    path = []
+    v = sink
+    while 0 <= v < n:   # walks the path only (its length), not the graph
+        path.append(v)
+        v = int(pred[v])
+    return np.asarray(path[::-1], dtype=np.int64), span, finish, how
+
+
+def _native_kernel():
+    """gl_dag_longest_path from the compiled kernels, or None (not built, or
+    GRAINLAB_NATIVE=0)."""
+    import os
+    if os.environ.get("GRAINLAB_NATIVE", "").strip() == "0":
+        return None
+    global _KERNEL
+    if _KERNEL is None:
+        from .. import _paths
+        path = _paths.graph_kernels_library()
+        _KERNEL = False
+        if path is not None:
+            import ctypes
+            try:
+                fn = ctypes.CDLL(str(path)).gl_dag_longest_path
+            except (OSError, AttributeError):    # a foreign or stale build
+                return None
+            p = ctypes.c_void_p
+            fn.argtypes = [ctypes.c_int64, ctypes.c_int64, p, p, p, p, p, p]
+            fn.restype = ctypes.c_int
+            _KERNEL = fn
+    return _KERNEL or None
+
+
+_KERNEL = None
+
+
+def _native_longest(kernel, order, w, src, dst):
+    """(finish, pred) by the compiled dynamic programme (pred -1: a start)."""
+    n = len(w)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    finish = np.empty(n, np.int64)
+    pred = np.empty(n, np.int64)
+    if kernel(n, len(src), order.ctypes.data, w.ctypes.data, src.ctypes.data,
+              dst.ctypes.data, finish.ctypes.data, pred.ctypes.data) != 0:
+        raise MemoryError("the critical path's scratch arrays")
+    return finish, pred
+
+
+def _dijkstra_longest(order, w, src, dst):
+    """(finish, pred) by scipy's Dijkstra on the reduced graph (module
+    docstring); pred n (the super source) or negative: a start."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    n = len(w)
     p = np.empty(n, dtype=np.int64)
     p[order] = np.cumsum(w[order]) + np.arange(n)
-    del order
     # super source s = n with p(s) = -1, linked to every node without predecessor
     indeg = np.bincount(dst, minlength=n)
     roots = np.flatnonzero(indeg == 0)
@@ -86,14 +145,7 @@ def longest_path(duration, start, end, is_join, released, src, dst):
     dist, pred = dijkstra(graph, directed=True, indices=n, return_predecessors=True)
     del graph
     finish = (p + 1 - dist[:n]).astype(np.int64)   # earliest finish = longest path to v, incl. v
-    sink = int(np.argmax(finish))
-    span = int(finish[sink])
-    path = []
-    v = sink
-    while v != n and v >= 0:   # walks the path only (its length), not the graph
-        path.append(v)
-        v = int(pred[v])
-    return np.asarray(path[::-1], dtype=np.int64), span, finish, how
+    return finish, pred[:n]
 
 
 def annotate_critical_path(g, found=None) -> None:
