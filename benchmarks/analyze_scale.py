@@ -278,7 +278,9 @@ def main(argv=None) -> int:
 # ---------------------------------------------------------------- deep tree
 
 DEPTHS = (20, 2000)
+# issue 7's targets, for its case: ~1M tasks, depth 2,000 (other sizes are shown, not judged)
 DEEP_TARGETS = {"info": (3.0, 1 * GIB), "analyze": (10.0, 2.5 * GIB)}
+DEEP_TARGET_TASKS = 10 ** 6
 
 
 def deep_trace(source: str, tasks: int, depth: int, cache: Path, timeout: float) -> Path:
@@ -354,7 +356,7 @@ def deep_tree(sizes: list[int], cache: Path, steps: list[str], timeout: float) -
                     per[d] = res["peak_bytes"] / n
                     cells.append(f"{res['seconds']:>10.2f} {res['peak_bytes'] / GIB:>6.2f} "
                                  f"{per[d]:>8.0f}")
-                    if d == DEPTHS[1] and n >= 10 ** 6 and step in DEEP_TARGETS:
+                    if d == DEPTHS[1] and n == DEEP_TARGET_TASKS and step in DEEP_TARGETS:
                         max_s, max_mem = DEEP_TARGETS[step]
                         ok = res["seconds"] <= max_s and res["peak_bytes"] <= max_mem
                         verdict.append(f"{source} {step} {res['seconds']:.1f} s "
@@ -364,7 +366,8 @@ def deep_tree(sizes: list[int], cache: Path, steps: list[str], timeout: float) -
                 ratio = (f"{per[DEPTHS[1]] / per[DEPTHS[0]]:>13.2f}"
                          if len(per) == 2 else f"{'-':>13}")
                 print(f"{source:>6} {n:>9} {step:>8} " + " ".join(cells) + " " + ratio)
-    print("SUMMARY (depth 2,000, >= 1e6 tasks): " + ("; ".join(verdict) or "not measured"))
+    print("SUMMARY (the targets' case: 1e6 tasks, depth 2,000): "
+          + ("; ".join(verdict) or "not measured"))
     return 1 if crashed else 0
 
 
