@@ -41,9 +41,11 @@ class TaskTable(NamedTuple):
     names: Names
 
 
-def build_task_table(trace, lineage: bool = True) -> TaskTable:
+def build_task_table(trace, lineage: bool = True, times: bool = True) -> TaskTable:
     """The task and region tables; `lineage` False leaves out the lineage
-    column (the grain graph makes its own identities from the forest)."""
+    column (the grain graph makes its own identities from the forest), and
+    `times` False the execution times begin_ns, end_ns and begin_thread (the
+    graph takes its times from the events: 0.2 s of 0.67 at 1M tasks)."""
     ev = trace.events
     regions = _regions(ev)
     initial, implicit = _implicit_tasks(ev, regions)
@@ -51,7 +53,8 @@ def build_task_table(trace, lineage: bool = True) -> TaskTable:
     tasks = pd.concat([initial, implicit, explicit], ignore_index=True)
     # Integer codes while building (string compares on 10^7 rows are slow).
     tasks["kind"] = pd.Categorical.from_codes(tasks["kind"].to_numpy(), categories=KINDS)
-    _add_execution_times(ev, tasks)
+    if times:
+        _add_execution_times(ev, tasks)
     _add_flag_columns(tasks)
     names = _add_lineage(tasks, regions, lineage)
     names, regions["identity"] = _region_identity(tasks, regions, names)
@@ -112,21 +115,28 @@ def _implicit_tasks(ev, regions):
 
 
 def _explicit_tasks(ev):
-    create = ev[ev["event"] == S.TASK_CREATE].drop_duplicates("task")
-    n = len(create)
+    # Column by column: a boolean index of the whole event frame would first
+    # consolidate all its columns (a copy of every event: 0.13 s at 4M rows).
+    rows = np.flatnonzero(ev["event"].to_numpy() == S.TASK_CREATE)
+    task = ev["task"].to_numpy()[rows]
+    rows = rows[~pd.Series(task).duplicated().to_numpy()]    # a task's first create
+
+    def col(name):
+        return ev[name].to_numpy()[rows]
+    n = len(rows)
     return pd.DataFrame({
-        "id": create["task"].to_numpy(),
-        "parent": create["other"].to_numpy(),
+        "id": col("task"),
+        "parent": col("other"),
         "kind": np.full(n, EXPLICIT, dtype=np.int8),
-        "flags": create["kind"].to_numpy().astype(np.uint32),
-        "codeptr": create["codeptr"].to_numpy(),
-        "thread": create["thread"].to_numpy(),
+        "flags": col("kind").astype(np.uint32),
+        "codeptr": col("codeptr"),
+        "thread": col("thread"),
         "region": np.zeros(n, dtype=np.uint64),
         "team_index": np.full(n, -1, dtype=np.int64),
         "team_size": np.full(n, -1, dtype=np.int64),
-        "create_ns": create["time"].to_numpy(),
-        "has_dependences": create["value"].to_numpy() != 0,
-        "_tsc": create["tsc"].to_numpy(),
+        "create_ns": col("time"),
+        "has_dependences": col("value") != 0,
+        "_tsc": col("tsc"),
     })
 
 

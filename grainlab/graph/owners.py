@@ -98,7 +98,7 @@ def _task_table(trace):
     from ..trace import Trace
     if isinstance(trace, Trace) and "_task_table" not in vars(trace):
         from ..lineage import build_task_table
-        return build_task_table(trace, lineage=False)
+        return build_task_table(trace, lineage=False, times=False)
     return trace.tasks(), trace.regions(), trace.task_names()
 
 
