@@ -13,9 +13,9 @@ For each, 2 threads, repetitions interleaved (best and median shown):
   record     `grainlab record` as a user runs it: the same, plus its closing
              line (which checks and counts the trace, streaming)
   analyze    `grainlab analyze --json` of the trace (peak RSS of the CLI)
-  analyze~hp the same with the other choice of numpy's huge-page advice than
-             the command line's default for this trace's size
-             (GRAINLAB_HUGEPAGES, grainlab/process_memory.py)
+  analyze~mp the same with the other memory profile than the command
+             line's choice for this trace's size (GRAINLAB_MEMORY_PROFILE,
+             grainlab/process_memory.py: small / large)
 
 Targets (issue 7): uts analyze <= 40 s and <= 8 GiB; uts until ready <= 2 x
 app and <= 256 MiB; fib28 analyze <= 5 s. The machine is noisy (2-core VM
@@ -40,10 +40,10 @@ sys.path.insert(0, str(REPO))
 import pyarrow.parquet as pq  # noqa: E402
 
 from grainlab import _paths  # noqa: E402
-from grainlab.process_memory import hugepages_for  # noqa: E402
+from grainlab.process_memory import profile_for  # noqa: E402
 
 GNU_TIME = "/usr/bin/time"
-STEPS = ("app", "ready", "record", "analyze", "analyze~hp")
+STEPS = ("app", "ready", "record", "analyze", "analyze~mp")
 GIB = 1024 ** 3
 CASES = {"fib28": ("fib", ["28"]), "uts": ("uts", ["deep", "1570", "5220"])}
 TARGETS = {"fib28": {"analyze_s": 5.0}, "uts": {"analyze_s": 40.0, "analyze_gib": 8.0,
@@ -88,8 +88,9 @@ def measure(case: str, reps: int, tmp: Path) -> dict:
                                     env, tmp))
         runs["analyze"].append(timed([*cli, "analyze", "--json", str(trace)], env, tmp))
         rows = pq.ParquetFile(trace).metadata.num_rows
-        other = dict(env, GRAINLAB_HUGEPAGES="0" if hugepages_for(rows, "") else "1")
-        runs["analyze~hp"].append(timed([*cli, "analyze", "--json", str(trace)], other, tmp))
+        other = dict(env, GRAINLAB_MEMORY_PROFILE="small" if profile_for(rows, "") == "large"
+                     else "large")
+        runs["analyze~mp"].append(timed([*cli, "analyze", "--json", str(trace)], other, tmp))
     out = {}
     for k, rs in runs.items():
         walls = [w for w, _ in rs]

@@ -1,44 +1,60 @@
 """The command line's process-wide memory choices (grainlab.process_memory):
-numpy's huge-page advice by trace size, and only when the command line runs."""
+a "small" or "large" profile by trace size, only when the command line runs.
+Observed in a fresh Python: numpy's huge-page advice, and whether a 64 MiB
+array comes from glibc's heap or from a fresh mmap."""
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from conftest import grainlab
-from grainlab.process_memory import HUGEPAGE_MIN_ROWS, hugepages_for
+from grainlab.process_memory import LARGE_TRACE_ROWS, profile_for
 
 
 @pytest.mark.parametrize("rows, setting, expected", [
-    (HUGEPAGE_MIN_ROWS - 1, "", False),
-    (HUGEPAGE_MIN_ROWS, "", True),
-    (10, "auto", False),
-    (10 ** 9, " Auto ", True),
-    (10, "1", True),
-    (10, "on", True),
-    (10 ** 9, "0", False),
-    (10 ** 9, "off", False),
+    (LARGE_TRACE_ROWS - 1, "", "small"),
+    (LARGE_TRACE_ROWS, "", "large"),
+    (10, "auto", "small"),
+    (10 ** 9, " Auto ", "large"),
+    (10, "large", "large"),
+    (10, " LARGE", "large"),
+    (10 ** 9, "small", "small"),
 ])
-def test_huge_pages_by_size_unless_told(rows, setting, expected):
-    assert hugepages_for(rows, setting) is expected
+def test_profile_by_size_unless_told(rows, setting, expected):
+    assert profile_for(rows, setting) == expected
 
 
-# In a fresh Python: the advice after the library's analysis, then after the
-# command line's, of the same small trace.
 PROBE = r"""
 import io, json, sys, contextlib
+import numpy as np
 from numpy._core import multiarray
 import grainlab
 from grainlab import cli
+
+def in_heap(address):
+    # glibc's main heap may show as several [heap] lines (madvise splits it)
+    for line in open("/proc/self/maps"):
+        if line.rstrip().endswith("[heap]"):
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= address < hi:
+                return True
+    return False
+
+def big_array_from_heap():
+    a = np.ones(8 << 20, np.int64)          # 64 MiB, over glibc's mmap threshold
+    return in_heap(a.ctypes.data)
+
 path = sys.argv[1]
 seen = {"start": multiarray._get_madvise_hugepage()}
 grainlab.analyze(path).metrics
 seen["library"] = multiarray._get_madvise_hugepage()
+seen["library_heap"] = big_array_from_heap()
 with contextlib.redirect_stdout(io.StringIO()):
-    code = cli.main(["analyze", "--json", path])
+    seen["code"] = cli.main(["analyze", "--json", path])
 seen["cli"] = multiarray._get_madvise_hugepage()
-seen["code"] = code
+seen["cli_heap"] = big_array_from_heap()
 print(json.dumps(seen))
 """
 
@@ -51,24 +67,29 @@ def small_trace(tmp_path_factory):
     return path
 
 
-def probe(path, env_value):
-    import os
-    env = os.environ.copy()
-    env.pop("GRAINLAB_HUGEPAGES", None)
-    if env_value is not None:
-        env["GRAINLAB_HUGEPAGES"] = env_value
+def probe(path, profile):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env.pop("GRAINLAB_MEMORY_PROFILE", None)
+    if profile is not None:
+        env["GRAINLAB_MEMORY_PROFILE"] = profile
     r = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True,
                        text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_command_line_drops_the_advice_for_a_small_trace_and_the_library_keeps_it(small_trace):
+def test_a_small_trace_gets_the_small_profile_and_the_library_keeps_the_defaults(small_trace):
     seen = probe(small_trace, None)
-    assert seen["library"] == seen["start"]     # numpy's own default, untouched
-    assert seen["cli"] is False and seen["code"] == 0
+    assert seen["code"] == 0
+    # the library: numpy's and glibc's own choices (a 64 MiB array is an mmap)
+    assert seen["library"] == seen["start"]
+    assert seen["library_heap"] is False
+    # the command line, small profile: no advice, big arrays from the heap
+    assert seen["cli"] is False
+    assert seen["cli_heap"] is True
 
 
 def test_the_setting_overrides_the_size(small_trace):
-    seen = probe(small_trace, "1")
-    assert seen["cli"] is True and seen["code"] == 0
+    seen = probe(small_trace, "large")
+    assert seen["code"] == 0
+    assert seen["cli"] is True and seen["cli_heap"] is False
