@@ -159,3 +159,20 @@ def test_compiled_longest_path_equals_dijkstra_on_a_real_graph(monkeypatch, reco
     (p1, s1, f1, _), (p2, s2, f2, _) = _both(monkeypatch, **arrays)
     assert s1 == s2 == g.span == reference_span(g)
     assert np.array_equal(f1, f2)
+
+
+def test_compiled_longest_path_refuses_a_node_out_of_range(build):
+    """A bad edge is an error, never a write out of bounds."""
+    from grainlab.errors import GrainlabError
+    from grainlab.graph import critical_path as cp
+    kernel = cp._native_kernel()
+    assert kernel is not None
+    w = np.ones(3, np.int64)
+    order = np.arange(3, dtype=np.int64)
+    for src, dst in (([0], [3]), ([-1], [1]), ([0, 1], [1, 7])):
+        with pytest.raises(GrainlabError, match="does not exist"):
+            cp._native_longest(kernel, order, w, np.asarray(src, np.int64),
+                               np.asarray(dst, np.int64))
+    with pytest.raises(GrainlabError):
+        cp._native_longest(kernel, np.asarray([0, 1, 5], np.int64), w,
+                           np.asarray([0], np.int64), np.asarray([1], np.int64))

@@ -113,9 +113,13 @@ def _native_longest(kernel, order, w, src, dst):
     order = np.ascontiguousarray(order, dtype=np.int64)
     finish = np.empty(n, np.int64)
     pred = np.empty(n, np.int64)
-    if kernel(n, len(src), order.ctypes.data, w.ctypes.data, src.ctypes.data,
-              dst.ctypes.data, finish.ctypes.data, pred.ctypes.data) != 0:
+    rc = kernel(n, len(src), order.ctypes.data, w.ctypes.data, src.ctypes.data,
+                dst.ctypes.data, finish.ctypes.data, pred.ctypes.data)
+    if rc == -1:
         raise MemoryError("the critical path's scratch arrays")
+    if rc != 0:
+        raise GrainlabError("the grain graph has an edge to a node that does not exist "
+                            "(a grainlab bug: please report it with the trace)")
     return finish, pred
 
 

@@ -13,10 +13,15 @@
  * once, each edge's source before its destination (the caller checks).
  * Out: finish[v] = the longest path ending at v, v included; pred[v] = its
  * predecessor on that path (the first in `order` among equals), -1 at a
- * path's start. Returns 0, or -1 when out of memory. */
+ * path's start. Returns 0; -1 when out of memory; -2 when a node id is out
+ * of range (nothing is written out of bounds). */
 int gl_dag_longest_path(int64_t n, int64_t m, const int64_t *order, const int64_t *w,
                         const int64_t *src, const int64_t *dst, int64_t *finish,
                         int64_t *pred) {
+  for (int64_t i = 0; i < m; i++)
+    if (src[i] < 0 || src[i] >= n || dst[i] < 0 || dst[i] >= n) return -2;
+  for (int64_t k = 0; k < n; k++)
+    if (order[k] < 0 || order[k] >= n) return -2;
   int64_t *start = calloc((size_t)n + 1, sizeof *start);
   int64_t *next = malloc((size_t)(m ? m : 1) * sizeof *next);
   if (!start || !next) {
