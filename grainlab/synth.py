@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import schema as S
+from .depwait import is_pseudo_create
 from .errors import UsageError
 
 SHAPES = ("fork-join", "spine", "loop", "random")
@@ -681,12 +682,11 @@ def _counts(groups: list[dict]) -> dict:
     """grainlab.counts as the converter writes it (docs/trace-format.md)."""
     code = np.concatenate([g["event"] for g in groups]) if groups else np.zeros(0, np.int64)
     kind = np.concatenate([g["kind"] for g in groups]) if groups else np.zeros(0, np.int64)
-    creates = code == S.TASK_CREATE
     return {"events": int(len(code)),
             "threads": len({int(g["thread"][0]) for g in groups if len(g["event"])}),
-            "task_creates": int(creates.sum()), "chunk_events": int((code == S.CHUNK).sum()),
-            "dependence_wait_creates":
-                int((creates & ((kind.astype(np.uint64) & S.TASK_TASKWAIT) != 0)).sum())}
+            "task_creates": int((code == S.TASK_CREATE).sum()),
+            "chunk_events": int((code == S.CHUNK).sum()),
+            "dependence_wait_creates": int(is_pseudo_create(code, kind).sum())}
 
 
 def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, seed: int,
