@@ -150,6 +150,11 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
                            dcc.Interval(id="heartbeat", interval=3000),
                            header, controls, body])
 
+    def current(state, search) -> dict:
+        """A copy of the view state to change; an action made before the
+        page's first state came back applies to the URL's."""
+        return dict(state) if state is not None else parse_state(search, data)
+
     # -- one callback owns the view state: URL in, controls in, URL out ----------
     @app.callback(
         Output("state", "data"), Output("url", "search"), Output("view", "value"),
@@ -166,8 +171,7 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
             th = st["threshold"] if st["threshold"] is not None else \
                 data.default_threshold(st["problem"])
             return st, no_update, st["view"], st["problem"], th
-        # an action before the page's first state came back applies to the URL's
-        st = dict(state) if state is not None else parse_state(search, data)
+        st = current(state, search)
         th_out = no_update
         if trig == "view":
             st["view"] = view
@@ -213,7 +217,7 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
     def pick_location(loc_rows, search, state):
         if not loc_rows:
             raise PreventUpdate
-        st = dict(state) if state is not None else parse_state(search, data)
+        st = current(state, search)
         st.update(problem=LOCATION_VIEW, location=loc_rows[0], threshold=None, view="graph")
         return st, format_state(st), st["view"], st["problem"], no_update
 
