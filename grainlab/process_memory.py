@@ -23,11 +23,12 @@ a page fault of ~2 us per 4 KiB page there, and transparent huge pages are
     more, and these VMs follow it (THP `madvise`). Reused heap memory does
     not fault, and there huge pages only add the zeroing of whole 2 MiB
     pages; fresh mmaps fault on every page, and there a huge page is one
-    fault instead of 512. Measured `analyze --json` (default / small / large):
+    fault instead of 512. Measured `analyze --json` (small profile; the
+    huge-page advice off alone; large profile):
       fib 28, 4.1M events:  small 5.38-5.45 s (1.9-2.1 GB) against 5.55-5.63
                             s with the advice off alone, 7.3-7.8 s large;
-      fib 29, 6.7M events:  small 10.1 s (3.0 GB), advice off alone 11.6-11.9
-                            s (2.8-2.9 GB), large 12.1-12.9 s;
+      fib 29, 6.7M events:  small 8.25-8.32 s (2.9 GB), advice off alone
+                            10.75 s (2.9 GB), large 12.1-12.9 s;
       deep tree 1M tasks:   small 4.9 s, advice off alone 5.0-5.2 s, large
                             5.8-6.7 s;
       fib 30, 10.8M events: large 21.7-22.8 s (4.4 GB); small 19.1 s but
@@ -39,6 +40,7 @@ a page fault of ~2 us per 4 KiB page there, and transparent huge pages are
 """
 from __future__ import annotations
 
+import functools
 import os
 
 LARGE_TRACE_ROWS = 8_000_000
@@ -95,10 +97,16 @@ def fit_to_trace(rows: int) -> None:
 
 def _mallopt(param: int, value: int) -> bool:
     """glibc's mallopt; False where there is none (another C library)."""
+    fn = _mallopt_function()
+    return fn is not None and fn(param, value) == 1
+
+
+@functools.cache
+def _mallopt_function():
     import ctypes
     try:
         fn = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        return False
+        return None
     fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return fn(param, value) == 1
+    return fn
