@@ -18,6 +18,8 @@ GRAINLAB_NATIVE=0 forces the second (the tests compare the two).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 
@@ -80,10 +82,12 @@ def longest_path(duration, start, end, is_join, released, src, dst):
     return np.asarray(path[::-1], dtype=np.int64), span, finish, how
 
 
+_KERNEL = None      # the loaded kernel; False: none to load
+
+
 def _native_kernel():
     """gl_dag_longest_path from the compiled kernels, or None (not built, or
     GRAINLAB_NATIVE=0)."""
-    import os
     if os.environ.get("GRAINLAB_NATIVE", "").strip() == "0":
         return None
     global _KERNEL
@@ -102,9 +106,6 @@ def _native_kernel():
             fn.restype = ctypes.c_int
             _KERNEL = fn
     return _KERNEL or None
-
-
-_KERNEL = None
 
 
 def _native_longest(kernel, order, w, src, dst):
