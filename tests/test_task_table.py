@@ -3,6 +3,7 @@ the full table's columns, row for row."""
 import numpy as np
 import pytest
 
+from grainlab import schema as S
 from grainlab.lineage import build_task_table
 from grainlab.trace import load
 
@@ -20,7 +21,6 @@ def test_lean_task_table_is_the_full_one_without_times(record, program, args):
         assert lean.tasks[c].equals(full.tasks[c]), c
     assert lean.regions.equals(full.regions)
     # one explicit task per distinct created id
-    from grainlab import schema as S
     created = t.events.loc[t.events["event"] == S.TASK_CREATE, "task"]
     explicit = (lean.tasks["kind"].astype(str) == "explicit").sum()
     assert explicit == created.nunique()
