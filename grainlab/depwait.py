@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema as S
-from .sorting import lexsort
+from .sorting import argsort, lexsort
 
 # Columns the fold reads.
 COLUMNS = ("event", "kind", "task", "other", "thread", "tsc", "value")
@@ -124,7 +124,7 @@ def fold_plan(ev: dict) -> FoldPlan | None:
     task, other, thread, tsc = ev["task"], ev["other"], ev["thread"], ev["tsc"]
     pos = ev["pos"]
     pseudo = task[create]
-    order = np.argsort(pseudo, kind="stable")
+    order = argsort(pseudo)
     pseudo_sorted = pseudo[order]
 
     def pseudo_pos(ids):

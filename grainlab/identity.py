@@ -43,6 +43,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .sorting import argsort
+
 ROOT, EXPLICIT, PARALLEL, IMPLICIT, WORKSHARE, TASKLOOP, FIRST, UNKNOWN = range(8)
 _PREFIX = ["", ".", ".p", ".p", ".w", ".t", "@", "?"]
 _NOTHING = pa.scalar("", pa.large_string())
@@ -143,7 +145,7 @@ def _forest_hashes(parent, tag, a, b, level):
     named = np.flatnonzero(level >= 0)
     if not len(named):
         return h1, h2
-    order = named[np.argsort(level[named], kind="stable")]
+    order = named[argsort(level[named])]
     bounds = np.searchsorted(level[order], np.arange(int(level[order[-1]]) + 2))
     s1 = _step_only(tag[order], a[order], b[order], _LANES[0])
     s2 = _step_only(tag[order], a[order], b[order], _LANES[1])
@@ -248,7 +250,7 @@ class Names:
         step_len = _step_length(tag, a, b)
         roots = np.flatnonzero((parent < 0) & ((tag == ROOT) | (tag == UNKNOWN)))
         has_parent = np.flatnonzero(parent >= 0)
-        kids = has_parent[np.argsort(parent[has_parent], kind="stable")]
+        kids = has_parent[argsort(parent[has_parent])]
         count = np.bincount(parent[has_parent], minlength=n)
         first = np.concatenate(([0], np.cumsum(count)[:-1]))
         frontier, lv = roots, 0
@@ -388,7 +390,7 @@ class Names:
         taken straight from the per-level arrays into `nodes` order."""
         n = len(self)
         order = np.flatnonzero(self.level >= 0)
-        order = order[np.argsort(self.level[order], kind="stable")]
+        order = order[argsort(self.level[order])]
         bounds = np.searchsorted(self.level[order], np.arange(int(self.level.max(initial=-1)) + 2))
         in_level = np.full(n, -1, np.int64)   # position of a node within its level
         levels = []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .sorting import argsort
+
 _SHIFT = np.uint64(40)
 _LOW = np.uint64((1 << 40) - 1)
 _MAX_THREADS = 1 << 16
@@ -49,7 +51,7 @@ class IdIndex:
                         np.arange(at, min(at + _BLOCK, self.n), dtype=dtype)
                 self._table, self._base, self._limit = table, base, limit
                 return
-        order = np.argsort(ids, kind="stable")
+        order = argsort(ids)
         self._sorted, self._order = ids[order], order
 
     def get(self, values) -> np.ndarray:

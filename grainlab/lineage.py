@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema as S
-from .sorting import lexsort
+from .sorting import argsort, lexsort
 from .identity import EXPLICIT as EXPLICIT_STEP, IMPLICIT as IMPLICIT_STEP
 from .identity import PARALLEL, ROOT, Names, materialise, string_column
 from .idindex import IdIndex
@@ -150,10 +150,10 @@ def _add_execution_times(ev, tasks):
     sched = np.flatnonzero(code == S.TASK_SCHEDULE)
     # One time sort of the schedule rows serves both searches below (the
     # finishing rows are a subset, so their order is a filter of it).
-    sched = sched[np.argsort(time[sched], kind="stable")]
+    sched = sched[argsort(time[sched])]
     done = sched[np.isin(ev["kind"].to_numpy()[sched], S.STATUS_FINISHED)]
     imp_end = np.flatnonzero(code == S.IMPLICIT_END)
-    imp_end = imp_end[np.argsort(-time[imp_end], kind="stable")]
+    imp_end = imp_end[argsort(-time[imp_end])]
 
     first_run = _first_row(len(ids), index.get(ev["task"].to_numpy()[sched]))
     begin_ns = np.full(len(ids), np.nan)

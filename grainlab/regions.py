@@ -16,6 +16,7 @@ import pandas as pd
 
 from . import schema as S
 from .errors import GrainlabError
+from .sorting import argsort
 
 _UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
@@ -63,7 +64,7 @@ def regions_of(parallel: dict, initial, origin: int, meta: dict) -> pd.DataFrame
     end = end_by_id.reindex(rid).to_numpy(dtype=np.float64)
     nested = ~np.isin(parallel["task"][b], initial)
     codeptr = parallel["codeptr"][b].astype(np.uint64)
-    order = np.argsort(begin, kind="stable")
+    order = argsort(begin)
     df = pd.DataFrame({
         "id": rid[order], "begin_ns": begin[order], "end_ns": end[order],
         "team": parallel["count"][b][order].astype(np.int64),

@@ -16,6 +16,7 @@ import pandas as pd
 from . import schema as S
 from .batches import Collected, events_batch
 from .idindex import IdIndex
+from .sorting import argsort
 
 
 def summarize(trace) -> dict:
@@ -167,7 +168,7 @@ def loop_count(work: dict) -> int:
     in file order), in each thread's row order."""
     if not len(work["thread"]):
         return 0
-    rows = np.argsort(work["thread"], kind="stable")
+    rows = argsort(work["thread"])
     kind = work["kind"][rows]
     task = work["task"][rows]
     taskloop = kind == S.WORK_TASKLOOP

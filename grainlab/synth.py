@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from . import schema as S
 from .depwait import is_pseudo_create
 from .errors import UsageError
+from .sorting import argsort
 
 SHAPES = ("fork-join", "spine", "loop", "random")
 HZ = 2e9                 # tsc = 2 * ns: exercises tick conversion, stays exact
@@ -260,7 +261,7 @@ def _subtree_layout(tree: Tree, rows_per_create: np.ndarray):
     # parents come before children: depth in one pass per level
     levels = []
     frontier = np.flatnonzero(~has)
-    children_of = np.argsort(np.where(has, parent, -1), kind="stable")
+    children_of = argsort(np.where(has, parent, -1))
     counts = np.bincount(parent[has], minlength=n)
     first_child = np.concatenate([[0], np.cumsum(counts)[:-1]])
     kids_sorted = children_of[(~has).sum():]          # children grouped by parent
@@ -285,7 +286,7 @@ def _subtree_layout(tree: Tree, rows_per_create: np.ndarray):
     for lv in levels[1:]:
         order = lv if tree.fifo else lv[::-1]
         p = parent[order]
-        o = np.argsort(p, kind="stable")
+        o = argsort(p)
         order, p = order[o], p[o]
         excl = np.cumsum(size[order]) - size[order]
         gstart = np.ones(len(order), bool)
@@ -428,7 +429,7 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
         put(cpos[ci] + 1 + k_in, S.DEPENDENCE, task_id[dt], value=tree.dep_addr, kind=tree.dep_type,
             g=np.where(last, cgap[ci], 0))
     if len(tree.tdep_sink):
-        o = np.argsort(tree.tdep_sink, kind="stable")
+        o = argsort(tree.tdep_sink)
         ts, tsrc = tree.tdep_sink[o], tree.tdep_source[o]
         k_in = np.arange(len(ts)) - (np.cumsum(ntdep)[ts] - ntdep[ts])
         ci = np.searchsorted(kids, ts)

@@ -26,7 +26,7 @@ from . import schema as S
 from .batches import Collected, events_batch
 from .errors import TraceError
 from .idindex import IdIndex
-from .sorting import lexsort
+from .sorting import argsort, lexsort
 
 # Columns the passes after the first read.
 SCHEDULE_COLUMNS = ["event", "thread", "tsc", "task", "other"]
@@ -46,7 +46,7 @@ def validate(trace) -> None:
 def thread_order(ev) -> np.ndarray:
     """Row positions sorted by thread, each thread's rows in file order
     (= that thread's time order: its row groups are written in order)."""
-    return np.argsort(ev["thread"].to_numpy(), kind="stable")
+    return argsort(ev["thread"].to_numpy())
 
 
 class Checks:
@@ -107,7 +107,7 @@ class Checks:
         rows = np.flatnonzero(keep)
         if not len(rows):
             return
-        rows = rows[np.argsort(b["thread"][rows], kind="stable")]
+        rows = rows[argsort(b["thread"][rows])]
         thread, tsc = b["thread"][rows], b["tsc"][rows]
         starts = np.concatenate(([0], np.flatnonzero(thread[1:] != thread[:-1]) + 1))
         ends = np.append(starts[1:], len(rows)) - 1
@@ -294,7 +294,7 @@ class _Tasks:
     def check_references(self, source, contradiction):
         created = self.task
         if self.n and not self.unique():
-            by_id = np.argsort(created, kind="stable")        # rare: say which one
+            by_id = argsort(created)        # rare: say which one
             created_sorted = created[by_id]
             dup = np.flatnonzero(created_sorted[1:] == created_sorted[:-1])
             contradiction(int(self.rg[by_id[dup[0] + 1]]), "task",

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 
 from . import _text as T
 from ._labels import NOT_EXPORTED, owner_identity, owner_index, source_column
+from ..sorting import argsort
 
 RUNTIME_NAMES = {"fork": "create", "bookkeeping": "bookkeeping"}
 FLOW_TYPES = ("creation", "synchronization", "dependence")
@@ -122,7 +123,7 @@ class _Slices:
             sel = np.flatnonzero(group == gi)
             parts.append(self.groups[gi][1](local[sel]))
             where.append(sel)
-        back = pa.array(np.argsort(np.concatenate(where), kind="stable"))
+        back = pa.array(argsort(np.concatenate(where)))
         return tuple(pa.concat_arrays([p[k].cast(pa.string()) for p in parts]).take(back)
                      for k in range(3))
 

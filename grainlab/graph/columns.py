@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..sorting import lexsort  # noqa: F401  (re-exported for the builder)
+from ..sorting import argsort, lexsort  # noqa: F401  (re-exported for the builder)
 
 I64MAX = np.iinfo(np.int64).max
 
@@ -26,7 +26,7 @@ def pack(major, minor, stride: int) -> np.ndarray:
 
 def sorted_keys(keys: np.ndarray, payload: np.ndarray | None = None):
     """keys sorted (stable) and payload (default: positions) in the same order."""
-    o = np.argsort(keys, kind="stable")
+    o = argsort(keys)
     return keys[o], (o if payload is None else payload[o])
 
 

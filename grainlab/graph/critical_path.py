@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GrainlabError
+from ..sorting import argsort
 
 
 def topological_order(start, end, is_join, released, src: np.ndarray, dst: np.ndarray):
@@ -33,7 +34,7 @@ def topological_order(start, end, is_join, released, src: np.ndarray, dst: np.nd
     n = len(start)
     ktime = np.where(released, end, start)
     # joins first among equal times; a stable sort keeps node id order after that
-    order = np.argsort(ktime.astype(np.int64) * 2 + np.where(is_join, 0, 1), kind="stable")
+    order = argsort(ktime.astype(np.int64) * 2 + np.where(is_join, 0, 1))
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     if not len(src) or np.all(rank[src] < rank[dst]):
@@ -142,7 +143,7 @@ def _dijkstra_longest(order, w, src, dst):
     reduced = (ps[D] - w[D] - ps[S]).astype(np.float64)
     del ps
     # CSR directly (rows = sources): a stable sort by source, then offsets
-    o = np.argsort(S, kind="stable")
+    o = argsort(S)
     indptr = np.zeros(n + 2, dtype=np.int64)
     np.cumsum(np.bincount(S, minlength=n + 1), out=indptr[1:])
     graph = csr_matrix((reduced[o], D[o].astype(np.int32), indptr), shape=(n + 1, n + 1))

@@ -14,6 +14,7 @@ from .columns import (first_after, group_starts, inherit, isin_small, lexsort, l
                       reindexed, sorted_keys)
 from .model import EDGE_TYPES
 from .slots import BARRIER, FORK, JOIN, PROGRAM_END, TASKGROUP, TASKWAIT
+from ..sorting import argsort
 
 CREATION, SYNCHRONIZATION, CONTINUATION, DEPENDENCE = (
     EDGE_TYPES.index(k) for k in ("creation", "synchronization", "continuation", "dependence"))
@@ -59,7 +60,7 @@ def make_edges(orows, owners, slots, nodes) -> Edges:
     if len(init) > 1:
         f, la = first[init], last[init]
         ok = (f >= 0) & (la >= 0)
-        o = np.argsort(f[ok], kind="stable")
+        o = argsort(f[ok])
         add(la[ok][o][:-1], f[ok][o][1:], CONTINUATION)
 
     dsrc, ddst = dependences(orows, owners, slots.forks)
@@ -168,8 +169,8 @@ def taskgroup_of_tasks(orows, owners, slots) -> np.ndarray:
         return out
     # taskgroup joins in the order of their SYNC_END rows (same owner order)
     tgj = np.flatnonzero((slots.type == JOIN) & (slots.jkind == TASKGROUP))
-    jo = tgj[np.argsort(pack(slots.owner[tgj], slots.row[tgj], stride), kind="stable")]
-    eo = np.argsort(pack(orows.owner[te], r.grank[te], stride), kind="stable")
+    jo = tgj[argsort(pack(slots.owner[tgj], slots.row[tgj], stride))]
+    eo = argsort(pack(orows.owner[te], r.grank[te], stride))
     end_slot = np.empty(len(te), np.int64)
     end_slot[eo] = jo
     # the owner's taskgroup begins (+1), ends (-1) and forks (0), in chain order

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..sorting import lexsort
+from ..sorting import argsort, lexsort
 
 from .. import schema as S
 
@@ -69,7 +69,7 @@ def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
     infers at WORK_END with interpolated times; those force a full sort."""
     thread = events["thread"].to_numpy()
     time = events["time"].to_numpy()
-    order = np.argsort(thread, kind="stable")
+    order = argsort(thread)
     t = time[order]
     th = thread[order]
     if np.any((th[1:] == th[:-1]) & (t[1:] < t[:-1])):

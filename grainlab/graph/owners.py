@@ -8,6 +8,7 @@ import pandas as pd
 
 from .. import schema as S
 from ..idindex import IdIndex
+from ..sorting import argsort
 from .columns import (I64MAX, cumcount, frame, isin_small, last_at_or_before, lexsort,
                       lookup, pack, reindexed)
 
@@ -57,7 +58,7 @@ def find_owners(trace) -> Owners:
     # only the columns the graph reads, in owner order (not a copy of the
     # whole task table: it has ~25 columns)
     ex_rows = np.flatnonzero(explicit)
-    ex_rows = ex_rows[np.argsort(create_ns[ex_rows], kind="stable")]
+    ex_rows = ex_rows[argsort(create_ns[ex_rows])]
     cx_rows = np.flatnonzero(~explicit)
     cx_rows = cx_rows[lexsort((create_ns[cx_rows], code[cx_rows] != categories.index("initial")))]
     ex = frame({c: tasks[c].to_numpy()[ex_rows] for c in
@@ -125,7 +126,7 @@ def find_chunks(rows, row_owner: np.ndarray, stride: int) -> Chunks:
     lw = np.flatnonzero(isin_small(ev, (S.WORK_BEGIN, S.WORK_END))
                         & isin_small(rows.kind, LOOP_WORK) & (own >= 0))
     lw_key = pack(own[lw], rows.grank[lw], stride)
-    o = np.argsort(lw_key, kind="stable")
+    o = argsort(lw_key)
     lw, lw_key = lw[o], lw_key[o]
     ch = np.flatnonzero((ev == S.CHUNK) & isin_small(rows.kind, LOOP_DISPATCH) & (own >= 0))
     # the loop a chunk is in: the owner's latest WORK_BEGIN/END before it, a begin

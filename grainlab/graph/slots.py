@@ -20,6 +20,7 @@ from .columns import (cumcount, first_after, first_per_key, group_starts, isin_s
 from .events import counter_deltas
 from .model import NODE_TYPES, JOIN_KINDS
 from .owners import LOOP_WORK
+from ..sorting import argsort
 
 FRAGMENT, FORK, JOIN, BOOKKEEPING, CHUNK = (NODE_TYPES.index(t) for t in
                                             ("fragment", "fork", "join", "bookkeeping", "chunk"))
@@ -125,7 +126,7 @@ def _task_slots(parts, orows, owners, q) -> Forks:
     T, E, t = owners.T, owners.E, r.time
     sc = np.flatnonzero((r.event == S.TASK_SCHEDULE) & (own >= 0) & (own < T))
     if owners.untied:
-        sc = sc[np.argsort(r.grank[sc], kind="stable")]
+        sc = sc[argsort(r.grank[sc])]
     sc = sc[first_per_key(own[sc], E)]
     parts.add(len(sc), owner=own[sc], row=r.grank[sc], type=FRAGMENT, start=t[sc])
 
@@ -274,7 +275,7 @@ def _chain_order(sl: dict, stride: int) -> dict:
     subw = int(sl["sub"].max()) + 2 if len(sl["sub"]) else 2
     key = pack(sl["owner"], sl["row"], stride) * subw + (sl["sub"] + 1)
     if len(key) and int(sl["owner"].max()) * stride * subw < (1 << 62):
-        o = np.argsort(key)            # keys are unique
+        o = np.argsort(key)         # keys are unique: any sort will do
     else:
         o = lexsort((sl["sub"], sl["row"], sl["owner"]))
     for f in list(sl):       # one field at a time: the unsorted copy is freed at once

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import GrainlabError
 from ._graph import is_one_of
+from ..sorting import argsort
 
 
 def earliest_start(g) -> np.ndarray:
@@ -51,7 +52,7 @@ def longest_path_starts(dur, src, dst, is_continuation) -> np.ndarray:
     jsrc, jdst = src[~chain], dst[~chain]
     jhead = head[jsrc]
     jval_offset = prefix[jsrc] + dur[jsrc]          # added to the source head's start
-    order = np.argsort(jhead, kind="stable")
+    order = argsort(jhead)
     jhead, jdst, jval_offset = jhead[order], jdst[order], jval_offset[order]
     heads = np.flatnonzero(head == np.arange(n))
     first = np.searchsorted(jhead, heads, side="left")

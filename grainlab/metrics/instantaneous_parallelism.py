@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sorting import lexsort
+from ..sorting import argsort, lexsort
 import pandas as pd
 
 from .intervals import union_by_group
@@ -78,9 +78,9 @@ def interval_candidates(g, grain, start, end) -> dict:
     if len(gs) > 1:
         # starts in order: each search begins where the last one ended (the
         # minimum does not care about order; at 1M grains 0.3 -> 0.1 s)
-        by_start = np.argsort(gs, kind="stable")
+        by_start = argsort(gs)
         ids, gs, ge = ids[by_start], gs[by_start], ge[by_start]
-        order = np.argsort(ge, kind="stable")
+        order = argsort(ge)
         ends, owner = ge[order], ids[order]
         m = len(ends)
         i = np.searchsorted(ends, gs)                 # first end >= start: never
