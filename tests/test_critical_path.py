@@ -176,3 +176,22 @@ def test_compiled_longest_path_refuses_a_node_out_of_range(build):
     with pytest.raises(GrainlabError):
         cp._native_longest(kernel, np.asarray([0, 1, 5], np.int64), w,
                            np.asarray([0], np.int64), np.asarray([1], np.int64))
+
+
+@pytest.mark.parametrize("program,args", [("fib", (14, 3)), ("depend", (6,)), ("loops", ("all", 300))])
+def test_critical_path_beside_the_tables_equals_after_them(monkeypatch, record, program, args):
+    """The builder finds the path on a thread beside make_graph for graphs
+    under OVERLAP_NODES, after it for larger ones: the same path either way,
+    from the builder's node columns or from the public tables."""
+    import importlib
+    builder = importlib.import_module("grainlab.graph.build")
+    trace = record(program, *args, threads=2)
+    monkeypatch.setattr(builder, "OVERLAP_NODES", 1 << 40)
+    beside = build(trace)
+    monkeypatch.setattr(builder, "OVERLAP_NODES", 0)
+    after = build(trace)
+    assert np.array_equal(beside.critical_path, after.critical_path)
+    assert beside.span == after.span == reference_span(after)
+    for table in ("nodes", "edges", "grains"):
+        pd.testing.assert_frame_equal(getattr(beside, table), getattr(after, table))
+    assert_exact_critical_path(beside)
