@@ -179,10 +179,11 @@ def test_compiled_longest_path_refuses_a_node_out_of_range(build):
 
 
 @pytest.mark.parametrize("program,args", [("fib", (14, 3)), ("depend", (6,)), ("loops", ("all", 300))])
-def test_critical_path_beside_the_tables_equals_after_them(monkeypatch, record, program, args):
-    """The builder finds the path on a thread beside make_graph for graphs
-    under OVERLAP_NODES, after it for larger ones: the same path either way,
-    from the builder's node columns or from the public tables."""
+def test_builder_second_thread_changes_nothing(monkeypatch, record, program, args):
+    """Under OVERLAP_NODES the builder makes the edges beside the node columns
+    and finds the critical path beside the public tables, on a second thread;
+    from that size on, one after the other. The same graph either way (the
+    path from the builder's node columns or from the public tables)."""
     import importlib
     builder = importlib.import_module("grainlab.graph.build")
     trace = record(program, *args, threads=2)

@@ -29,13 +29,14 @@ Phases (one module each; every phase takes and returns small named structures):
   owners.find_chunks      Chunks  loop chunks and their loop instances
   slots.open_slots        Slots   every boundary's slots, in chain order
   slots.credit_segments   Credit  each segment to its owner's latest receiving slot
-  nodes.make_nodes        Nodes   slots -> nodes (team barriers merged)
-  edges.make_edges        Edges   continuation, creation, synchronization, dependence
+  nodes.node_ids          NodeIds which node each slot becomes
+  nodes.make_nodes        Nodes   slots -> node columns (team barriers merged)
+  edges.make_edges        Edges   continuation, creation, synchronization,
+                                  dependence (on a thread meanwhile: OVERLAP_NODES)
   nodes.join_weights              a join weighs its resume latency
   tables.make_graph       GrainGraph  public tables; identity strings on a thread
-  critical_path                       the critical path: beside make_graph on a
-                                      thread for graphs under OVERLAP_NODES nodes,
-                                      after it (scratch freed) for larger ones
+  critical_path                       the critical path, on a thread meanwhile
+                                      (OVERLAP_NODES), else after the tables
 Everything is column operations: no Python loop over rows, slots or grains.
 """
 from __future__ import annotations
@@ -46,17 +47,19 @@ from .critical_path import annotate_critical_path, longest_path
 from .edges import make_edges
 from .events import load_rows
 from .model import GrainGraph
-from .nodes import join_weights, make_nodes
+from .nodes import join_weights, make_nodes, node_ids
 from .owners import find_chunks, find_owners
 from .slots import JOIN, PROGRAM_END, REGION_END, OwnedRows, credit_segments, open_slots
 from .tables import make_graph
 
-# The critical path needs only node times and edges, so it can be found on a
-# second thread while the public tables are made (numpy releases the GIL):
-# fib(28), 4.1M nodes, 0.2 s less. But the builder's scratch (rows, slots)
-# stays alive meanwhile: at uts's 16M nodes that was 1 GB more peak memory
-# (7.4 -> 8.4 GB) and slower, fresh memory being expensive here. Above this
-# size the path is found after the scratch is freed.
+# Two phases need less than the one before them: the edges need only which
+# node each slot becomes (not the node times), the critical path only node
+# times and edges. Each runs on a second thread beside the phase before it
+# (the node columns, the public tables; numpy releases the GIL): fib(28),
+# 4.1M nodes, 3.5 -> 2.8 s. But the builder's scratch (rows, slots) stays alive
+# meanwhile: at uts's 16M nodes the critical path beside the tables took 1 GB
+# more peak memory (7.4 -> 8.4 GB) and was slower, fresh memory being
+# expensive here. From this size on, both run after, one thing at a time.
 OVERLAP_NODES = 8_000_000
 
 
@@ -73,21 +76,23 @@ def build(trace, creation_quantile: float = 0.10, checkpoint=None) -> GrainGraph
     check()
     slots = open_slots(orows, owners, chunks, creation_quantile)
     check()
-    credit = credit_segments(orows, slots)
-    # per-row segment columns are no longer needed: free them before the
-    # node tables are built (peak memory at 10^7 grains)
-    rows.seg = rows.seg_end = rows.owner_running = None
-    check()
-    nodes = make_nodes(slots, credit, orows, owners)
-    del credit
-    check()
-    edges = make_edges(orows, owners, slots, nodes)
-    join_weights(nodes.columns, edges.src, edges.dst)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="grainlab-critical-path") \
-        if nodes.N < OVERLAP_NODES else None
-    found = pool.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
-                        dst=edges.dst) if pool else None
+    ids = node_ids(slots, owners.E)
+    lane = ThreadPoolExecutor(1, thread_name_prefix="grainlab-build") \
+        if ids.N < OVERLAP_NODES else None
     try:
+        edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else None
+        credit = credit_segments(orows, slots)
+        # per-row segment columns are no longer needed: free them before the
+        # node tables are built (peak memory at 10^7 grains)
+        rows.seg = rows.seg_end = rows.owner_running = None
+        check()
+        nodes = make_nodes(slots, credit, orows, owners, ids)
+        del credit
+        check()
+        edges = edges.result() if lane else make_edges(orows, owners, slots, ids)
+        join_weights(nodes.columns, edges.src, edges.dst)
+        found = lane.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
+                            dst=edges.dst) if lane else None
         g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
                                  creation_quantile)
         # drop the builder's scratch (rows, slots) before the critical path's
@@ -95,8 +100,8 @@ def build(trace, creation_quantile: float = 0.10, checkpoint=None) -> GrainGraph
         del orows, rows, row_owner, other_owner, slots, nodes, edges
         annotate_critical_path(g, found.result() if found else None)
     finally:
-        if pool:
-            pool.shutdown(wait=True)
+        if lane:
+            lane.shutdown(wait=True)
     if identity is not None:
         identity.attach(g)
     return g

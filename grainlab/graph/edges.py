@@ -32,6 +32,7 @@ class Edges:
 
 
 def make_edges(orows, owners, slots, nodes) -> Edges:
+    """nodes: the slots' node ids (nodes.NodeIds, or the Nodes themselves)."""
     T, node, owner = owners.T, nodes.slot_node, slots.owner
     first, last = nodes.first_node, nodes.last_node
     parts = []

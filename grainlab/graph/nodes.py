@@ -13,6 +13,32 @@ from .slots import FORK, JOIN, PROGRAM_END, REGION_END
 
 
 @dataclass
+class NodeIds:
+    """Which node each slot becomes: known from the slots alone, before any
+    node time (so the edges can be made while the node columns are)."""
+    slot_node: np.ndarray    # node of each slot
+    first_node: np.ndarray   # per owner: first node of its chain (-1)
+    last_node: np.ndarray    # per owner: last node of its chain (-1)
+    M: int                   # the owners' own nodes 0..M-1, in chain order
+    N: int                   # then one shared node per team barrier instance
+
+
+def node_ids(slots, E: int) -> NodeIds:
+    chain = slots.shared < 0
+    M = int(chain.sum())
+    slot_node = np.empty(len(slots.type), dtype=np.int64)
+    slot_node[chain] = np.arange(M)          # own slots are nodes 0..M-1, in chain order
+    slot_node[~chain] = M + slots.shared[~chain]
+    first_node = np.full(E, -1, np.int64)
+    last_node = np.full(E, -1, np.int64)
+    st, en = group_starts(slots.owner), group_ends(slots.owner)
+    first_node[slots.owner[st]] = slot_node[st]
+    last_node[slots.owner[en]] = slot_node[en]
+    return NodeIds(slot_node=slot_node, first_node=first_node, last_node=last_node,
+                   M=M, N=M + slots.n_barriers)
+
+
+@dataclass
 class Nodes:
     columns: dict            # node columns (type, grain, owner, ..., counters), N rows each
     slot_node: np.ndarray    # node of each slot
@@ -25,13 +51,10 @@ class Nodes:
         return len(self.columns["type"])
 
 
-def make_nodes(slots, credit, orows, owners) -> Nodes:
+def make_nodes(slots, credit, orows, owners, ids: NodeIds | None = None) -> Nodes:
+    ids = ids or node_ids(slots, owners.E)
     chain = slots.shared < 0
-    M = int(chain.sum())
-    N = M + slots.n_barriers
-    slot_node = np.empty(len(slots.type), dtype=np.int64)
-    slot_node[chain] = np.arange(M)          # own slots are nodes 0..M-1, in chain order
-    slot_node[~chain] = M + slots.shared[~chain]
+    M, N, slot_node = ids.M, ids.N, ids.slot_node
     weight, start, end = _node_times(slots, credit, owners)
     fork, isj = slots.type == FORK, slots.type == JOIN
     pos = orows.at(slots.row[chain])
@@ -66,13 +89,8 @@ def make_nodes(slots, credit, orows, owners) -> Nodes:
         v[(c["type"] == FORK) | (c["type"] == JOIN)] = np.nan
         c[name] = v
 
-    first_node = np.full(owners.E, -1, np.int64)
-    last_node = np.full(owners.E, -1, np.int64)
-    st, en = group_starts(slots.owner), group_ends(slots.owner)
-    first_node[slots.owner[st]] = slot_node[st]
-    last_node[slots.owner[en]] = slot_node[en]
-    return Nodes(columns=c, slot_node=slot_node, first_node=first_node, last_node=last_node,
-                 counter_names=list(credit.counters))
+    return Nodes(columns=c, slot_node=slot_node, first_node=ids.first_node,
+                 last_node=ids.last_node, counter_names=list(credit.counters))
 
 
 def _node_times(slots, credit, owners):
