@@ -30,6 +30,9 @@ DEPENDENCE = 14
 TASK_DEPENDENCE = 15
 FLUSH_BEGIN = 16
 FLUSH_END = 17
+# `kind` of FLUSH_BEGIN / FLUSH_END rows: what stalled the thread
+FLUSH_BLOCK = 0   # its buffer was full: written, or handed to the writer thread
+FLUSH_PAGES = 1   # its buffer's next pages were made resident
 
 EVENT_NAMES = {globals()[name]: name for name in (
     "THREAD_BEGIN", "THREAD_END", "PARALLEL_BEGIN", "PARALLEL_END", "IMPLICIT_BEGIN",

@@ -62,7 +62,7 @@ class Facts:
         c["taskgroups"] += int(np.count_nonzero(sync & (kind == S.SYNC_TASKGROUP)))
         c["barriers"] += int(np.count_nonzero(sync & np.isin(kind, S.SYNC_BARRIERS)))
         c["dependences"] += int(np.count_nonzero(code == S.DEPENDENCE))
-        c["flushes"] += int(np.count_nonzero(code == S.FLUSH_BEGIN))
+        c["flushes"] += int(np.count_nonzero((code == S.FLUSH_BEGIN) & (kind != S.FLUSH_PAGES)))
         c["chunks"] += int(np.count_nonzero(loop_chunk))
         c["inferred_chunks"] += int(np.count_nonzero(b["flags"][loop_chunk] & S.CHUNK_INFERRED))
         c["chunk_events"] += int(np.count_nonzero(chunk))

@@ -33,9 +33,13 @@ enum gl_event_kind {
   GL_EV_CHUNK = 13,           /* dispatch: a thread starts a loop chunk / section / taskloop chunk */
   GL_EV_DEPENDENCE = 14,      /* one row per `depend` item of a task */
   GL_EV_TASK_DEPENDENCE = 15, /* runtime-resolved edge: `other` must finish before `task` */
-  GL_EV_FLUSH_BEGIN = 16,     /* the collector writes a buffer: discount this time */
+  GL_EV_FLUSH_BEGIN = 16,     /* the collector stalls the thread: discount this time */
   GL_EV_FLUSH_END = 17,
 };
+
+/* `kind` of GL_EV_FLUSH_BEGIN / GL_EV_FLUSH_END rows: what the stall was. */
+#define GL_FLUSH_BLOCK 0u /* the buffer is full: written, or handed to the writer thread */
+#define GL_FLUSH_PAGES 1u /* the buffer's next pages made resident (thread_state.c) */
 
 /* Bits of `flags` on GL_EV_CHUNK rows (the OMPT dispatch kind is in `kind`). */
 #define GL_CHUNK_INFERRED 0x1u /* not reported by libomp, inferred from schedule(static,N) stride */

@@ -63,14 +63,27 @@ static void write_own(gl_thread *t, uint32_t n) {
   __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
 }
 
-/* Called on the thread whose buffer is full (from gl_record_at). The reserved
- * last slot takes FLUSH_BEGIN, so the block ends with it. */
+/* The buffer is not full, but its resident pages end here: the next ones,
+ * between FLUSH_BEGIN and FLUSH_END rows of kind GL_FLUSH_PAGES. */
+static void touch_ahead(gl_thread *t) {
+  t->limit = t->cap; /* the two rows below are resident (gl_touch_ahead) */
+  gl_record(t, (gl_row){.event = GL_EV_FLUSH_BEGIN, .kind = GL_FLUSH_PAGES}, GL_READ_COUNTERS);
+  gl_touch_ahead(t);
+  gl_record(t, (gl_row){.event = GL_EV_FLUSH_END, .kind = GL_FLUSH_PAGES}, GL_READ_COUNTERS);
+}
+
+/* Called from gl_record_at at pos == limit: the buffer is full, or only its
+ * resident pages end. The reserved last slot takes FLUSH_BEGIN, so the block
+ * ends with it. */
 void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
+  if (t->pos < t->cap) {
+    touch_ahead(t);
+    return;
+  }
   uint32_t n = t->pos + 1;
   t->pos = t->cap; /* write into the reserved slot below */
-  t->cap++;
+  t->limit = t->cap + 1;
   gl_record(t, (gl_row){.event = GL_EV_FLUSH_BEGIN, .count = n}, GL_READ_COUNTERS);
-  t->cap--;
   /* SIGINT/SIGTERM/SIGHUP wait until the block is written: a handler running
    * on this thread could not tell whether the writev had happened, and would
    * write the buffer twice or not at all. (Two syscalls per buffer.) */
@@ -85,6 +98,7 @@ void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
   __atomic_store_n(&t->flushing, 1, __ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&gl_recording, __ATOMIC_SEQ_CST)) {
     leave_buffer_to_shutdown(t);
+    gl_touch_ahead(t);
     pthread_sigmask(SIG_SETMASK, &old, 0);
     return;
   }
@@ -96,6 +110,7 @@ void __attribute__((noinline, cold)) gl_flush_full(gl_thread *t) {
     gl_spool_append_block(t->index, t->events, t->counters, n);
     __atomic_store_n(&t->pos, 0, __ATOMIC_RELEASE);
   }
+  gl_touch_ahead(t); /* the buffer now filled: its first step, if new */
   __atomic_store_n(&t->flushing, 0, __ATOMIC_SEQ_CST);
   pthread_sigmask(SIG_SETMASK, &old, 0);
   gl_record(t, (gl_row){.event = GL_EV_FLUSH_END}, GL_READ_COUNTERS);

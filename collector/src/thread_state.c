@@ -44,17 +44,39 @@ void gl_pool_configure(void) {
   gl_pool_size = fit < 2 ? 2 : fit > GL_POOL ? GL_POOL : (int)fit;
 }
 
-/* Touch the pages of a buffer now, as the thread begins: otherwise the
- * first row written to each 4 KiB page faults, and ~1,400 faults per
- * 100,000 rows (1-3 us each on a VM) land inside whatever grain runs,
- * inflating work by a quarter on fine-grained programs. At most the pool's
- * budget per buffer: a user's huge buffers (up to 2^26 rows, 3.7 GiB) stay
- * memory only where rows are written. */
-static void prefault(void *p, size_t bytes) {
+/* A buffer's pages are made resident a step ahead of the rows written, by
+ * the thread itself between FLUSH_BEGIN and FLUSH_END rows of kind
+ * GL_FLUSH_PAGES (time the analysis credits to nobody). Left to fault on
+ * first write, ~1,400 faults per 100,000 rows (1-3 us each on a VM) would
+ * land inside whatever grain runs, inflating work by a quarter on
+ * fine-grained programs. Touched all at once as the thread began (7 MiB for
+ * the default pool), they delayed every thread's start by 3-6 ms: a short
+ * program's worker joined when the work was done. A step is GL_TOUCH_ROWS
+ * rows (~110 KiB, ~50 us); only rows a thread reaches are ever touched, and
+ * each pool buffer once. */
+#define GL_TOUCH_ROWS 2048u
+
+static void touch(void *p, size_t bytes) {
   volatile char *c = p;
-  if (bytes > GL_POOL_BYTES) bytes = GL_POOL_BYTES;
   for (size_t o = 0; o < bytes; o += 4096) c[o] = 0;
   if (bytes) c[bytes - 1] = 0;
+}
+
+void gl_touch_ahead(gl_thread *t) {
+  int k = t->current;
+  uint32_t slots = t->cap + 1, from = t->pool_touched[k];
+  if (from < slots && from <= t->pos + 2) {
+    /* Room for this step's own two rows and the row that triggered it
+     * before the reserved last slot; else the whole rest at once. */
+    uint32_t to = from + GL_TOUCH_ROWS;
+    if (to + 3 > slots) to = slots;
+    touch(t->pool_events[k] + from, (size_t)(to - from) * sizeof *t->events);
+    if (gl_ncounters)
+      touch(t->pool_counters[k] + (size_t)from * (size_t)gl_ncounters,
+            (size_t)(to - from) * (size_t)gl_ncounters * sizeof *t->counters);
+    t->pool_touched[k] = from = to;
+  }
+  t->limit = from >= slots ? t->cap : from - 1;
 }
 
 gl_thread *gl_thread_create(void) {
@@ -78,10 +100,6 @@ gl_thread *gl_thread_create(void) {
     ok = t->pool_events[k] && (!gl_ncounters || t->pool_counters[k]);
   }
   if (t) t->events = t->pool_events[0], t->counters = t->pool_counters[0];
-  for (int k = 0; ok && k < gl_pool_size; k++) {
-    prefault(t->pool_events[k], slots * sizeof *t->events);
-    if (gl_ncounters) prefault(t->pool_counters[k], slots * (size_t)gl_ncounters * sizeof *t->counters);
-  }
   if (!ok) {
     static int warned;
     if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
@@ -90,6 +108,7 @@ gl_thread *gl_thread_create(void) {
   }
   give_signal_stack();
   t->cap = gl_buffer_events;
+  gl_touch_ahead(t); /* the first step of the first buffer */
   t->index = index;
   if (gl_ncounters) gl_counters_thread_start(&t->counter_state);
   __atomic_store_n(&registry[index], t, __ATOMIC_RELEASE);

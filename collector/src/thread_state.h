@@ -62,6 +62,9 @@ typedef struct gl_thread {
   uint64_t handed;            /* buffers handed off so far */
   uint32_t pos;            /* events recorded in the current buffer */
   uint32_t cap;
+  uint32_t limit;          /* pos at which gl_record_at leaves its fast path: cap, or the
+                            * last row whose page is resident yet (gl_touch_ahead) */
+  uint32_t pool_touched[GL_POOL]; /* rows of each pool buffer made resident so far */
   uint32_t index;          /* collector thread index (column `thread`) */
   int flushing;            /* inside gl_flush_full (flush.h) */
   uint64_t next_id;        /* per-thread object counter for ids */
@@ -89,7 +92,10 @@ void gl_thread_set_base(uint32_t base);
 /* How many buffers each thread gets (gl_pool_size), once the buffer size and
  * counters are known. */
 void gl_pool_configure(void);
-void gl_flush_full(gl_thread *t);  /* flush.c */
+void gl_flush_full(gl_thread *t);  /* flush.c: at pos == limit */
+/* Make the current buffer's rows from pos on resident a step ahead (or the
+ * whole buffer, once touched) and set `limit`. */
+void gl_touch_ahead(gl_thread *t);
 
 extern __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
 
@@ -123,7 +129,7 @@ typedef enum gl_sample { GL_NO_COUNTERS = 0, GL_READ_COUNTERS = 1 } gl_sample;
 
 /* Append one row with timestamp `tsc`. */
 static inline void gl_record_at(gl_thread *t, uint64_t tsc, gl_row r, gl_sample sample) {
-  if (__builtin_expect(t->pos >= t->cap, 0)) {
+  if (__builtin_expect(t->pos >= t->limit, 0)) {
     gl_flush_full(t);
     /* The row lands after FLUSH_END: keep the thread's rows in time order. */
     uint64_t after = t->events[t->pos - 1].tsc;
