@@ -180,16 +180,16 @@ def test_compiled_longest_path_refuses_a_node_out_of_range(build):
 
 @pytest.mark.parametrize("program,args", [("fib", (14, 3)), ("depend", (6,)), ("loops", ("all", 300))])
 def test_builder_second_thread_changes_nothing(monkeypatch, record, program, args):
-    """Under OVERLAP_NODES the builder makes the edges beside the node columns
-    and finds the critical path beside the public tables, on a second thread;
-    from that size on, one after the other. The same graph either way (the
-    path from the builder's node columns or from the public tables)."""
+    """Under OVERLAP_EVENTS the builder makes the explicit tasks' slots, the
+    edges and the critical path on a second thread, each beside another
+    phase; from that size on, one after the other. The same graph either way
+    (the path from the builder's node columns or from the public tables)."""
     import importlib
     builder = importlib.import_module("grainlab.graph.build")
     trace = record(program, *args, threads=2)
-    monkeypatch.setattr(builder, "OVERLAP_NODES", 1 << 40)
+    monkeypatch.setattr(builder, "OVERLAP_EVENTS", 1 << 40)
     beside = build(trace)
-    monkeypatch.setattr(builder, "OVERLAP_NODES", 0)
+    monkeypatch.setattr(builder, "OVERLAP_EVENTS", 0)
     after = build(trace)
     assert np.array_equal(beside.critical_path, after.critical_path)
     assert beside.span == after.span == reference_span(after)

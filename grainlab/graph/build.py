@@ -27,16 +27,17 @@ Phases (one module each; every phase takes and returns small named structures):
   owners.find_owners      Owners  who owns time; their identity forest
   events.load_rows        Rows    rows in per-thread order, running owner, segments
   owners.find_chunks      Chunks  loop chunks and their loop instances
-  slots.open_slots        Slots   every boundary's slots, in chain order
+  slots.open_slots        Slots   every boundary's slots, in chain order (the
+                                  explicit tasks' on a thread meanwhile)
   slots.credit_segments   Credit  each segment to its owner's latest receiving slot
   nodes.node_ids          NodeIds which node each slot becomes
   nodes.make_nodes        Nodes   slots -> node columns (team barriers merged)
   edges.make_edges        Edges   continuation, creation, synchronization,
-                                  dependence (on a thread meanwhile: OVERLAP_NODES)
+                                  dependence (on a thread meanwhile)
   nodes.join_weights              a join weighs its resume latency
   tables.make_graph       GrainGraph  public tables; identity strings on a thread
   critical_path                       the critical path, on a thread meanwhile
-                                      (OVERLAP_NODES), else after the tables
+"On a thread meanwhile": under OVERLAP_EVENTS events, else one after the other.
 Everything is column operations: no Python loop over rows, slots or grains.
 """
 from __future__ import annotations
@@ -52,15 +53,17 @@ from .owners import find_chunks, find_owners
 from .slots import JOIN, PROGRAM_END, REGION_END, OwnedRows, credit_segments, open_slots
 from .tables import make_graph
 
-# Two phases need less than the one before them: the edges need only which
-# node each slot becomes (not the node times), the critical path only node
-# times and edges. Each runs on a second thread beside the phase before it
-# (the node columns, the public tables; numpy releases the GIL): fib(28),
-# 4.1M nodes, 3.5 -> 2.8 s. But the builder's scratch (rows, slots) stays alive
-# meanwhile: at uts's 16M nodes the critical path beside the tables took 1 GB
-# more peak memory (7.4 -> 8.4 GB) and was slower, fresh memory being
-# expensive here. From this size on, both run after, one thing at a time.
-OVERLAP_NODES = 8_000_000
+# Three phases need less than the one before them, and run on a second
+# thread beside it (numpy releases the GIL): the explicit tasks' slots beside
+# the other slots; the edges, which need only which node each slot becomes,
+# beside the node columns; the critical path, which needs only node times and
+# edges, beside the public tables. fib(28), 4.1M events: 3.5 -> 2.7 s. But
+# the builder's scratch (rows, slots) stays alive meanwhile: at uts's 20M
+# events the critical path beside the tables took 1 GB more peak memory
+# (7.4 -> 8.4 GB) and was slower, fresh memory being expensive here. From
+# this many events on, one thing at a time (the threshold of the command
+# line's memory profile too: grainlab/process_memory.py).
+OVERLAP_EVENTS = 8_000_000
 
 
 def build(trace, creation_quantile: float = 0.10, checkpoint=None) -> GrainGraph:
@@ -68,40 +71,44 @@ def build(trace, creation_quantile: float = 0.10, checkpoint=None) -> GrainGraph
     between phases; it may raise to stop the build (the analysis validates
     the trace meanwhile: grainlab.trace.load_checking)."""
     check = checkpoint or (lambda: None)
+    lane = ThreadPoolExecutor(1, thread_name_prefix="grainlab-build") \
+        if len(trace.events) < OVERLAP_EVENTS else None
+    try:
+        return _build(trace, creation_quantile, check, lane)
+    finally:
+        if lane:
+            lane.shutdown(wait=True)
+
+
+def _build(trace, creation_quantile, check, lane) -> GrainGraph:
     owners = find_owners(trace)
     check()
     rows, row_owner, other_owner = load_rows(trace.events, owners.of, owners.clip, owners.untied)
     orows = OwnedRows(rows, row_owner, other_owner, stride=len(rows) + 2)
     chunks = find_chunks(rows, row_owner, orows.stride)
     check()
-    slots = open_slots(orows, owners, chunks, creation_quantile)
+    slots = open_slots(orows, owners, chunks, creation_quantile, lane)
     check()
     ids = node_ids(slots, owners.E)
-    lane = ThreadPoolExecutor(1, thread_name_prefix="grainlab-build") \
-        if ids.N < OVERLAP_NODES else None
-    try:
-        edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else None
-        credit = credit_segments(orows, slots)
-        # per-row segment columns are no longer needed: free them before the
-        # node tables are built (peak memory at 10^7 grains)
-        rows.seg = rows.seg_end = rows.owner_running = None
-        check()
-        nodes = make_nodes(slots, credit, orows, owners, ids)
-        del credit
-        check()
-        edges = edges.result() if lane else make_edges(orows, owners, slots, ids)
-        join_weights(nodes.columns, edges.src, edges.dst)
-        found = lane.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
-                            dst=edges.dst) if lane else None
-        g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
-                                 creation_quantile)
-        # drop the builder's scratch (rows, slots) before the critical path's
-        # own peak, when it is found here
-        del orows, rows, row_owner, other_owner, slots, nodes, edges
-        annotate_critical_path(g, found.result() if found else None)
-    finally:
-        if lane:
-            lane.shutdown(wait=True)
+    edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else None
+    credit = credit_segments(orows, slots)
+    # per-row segment columns are no longer needed: free them before the
+    # node tables are built (peak memory at 10^7 grains)
+    rows.seg = rows.seg_end = rows.owner_running = None
+    check()
+    nodes = make_nodes(slots, credit, orows, owners, ids)
+    del credit
+    check()
+    edges = edges.result() if lane else make_edges(orows, owners, slots, ids)
+    join_weights(nodes.columns, edges.src, edges.dst)
+    found = lane.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
+                        dst=edges.dst) if lane else None
+    g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
+                             creation_quantile)
+    # drop the builder's scratch (rows, slots) before the critical path's
+    # own peak, when it is found here
+    del orows, rows, row_owner, other_owner, slots, nodes, edges
+    annotate_critical_path(g, found.result() if found else None)
     if identity is not None:
         identity.attach(g)
     return g

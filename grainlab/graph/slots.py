@@ -93,6 +93,10 @@ class _SlotParts:
             v = np.asarray(cols.get(f, self.DEFAULTS.get(f)), dtype=dt)
             self.parts[f].append(np.full(n, v, dtype=dt) if v.ndim == 0 else v)
 
+    def prepend(self, other: "_SlotParts") -> None:
+        for f in self.parts:
+            self.parts[f][:0] = other.parts[f]
+
     def columns(self, consume: bool = False) -> dict:
         out = {}
         for f, p in self.parts.items():
@@ -102,12 +106,18 @@ class _SlotParts:
         return out
 
 
-def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float) -> Slots:
-    parts = _SlotParts()
-    forks = _task_slots(parts, orows, owners, creation_quantile)
+def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float,
+               lane=None) -> Slots:
+    """lane: an executor to make the explicit tasks' slots on meanwhile."""
+    parts, task_parts = _SlotParts(), _SlotParts()
+    forks = lane.submit(_task_slots, task_parts, orows, owners, creation_quantile) \
+        if lane else _task_slots(task_parts, orows, owners, creation_quantile)
     n_barriers = _wait_slots(parts, orows)
     parallel_end = _context_slots(parts, orows, owners)
     _loop_slots(parts, orows, chunks, owners.E)
+    if lane:
+        forks = forks.result()
+    parts.prepend(task_parts)
     r, own = orows.rows, orows.owner
     is_tg = (r.kind == S.SYNC_TASKGROUP) & (own >= 0)
     tg_begin = np.flatnonzero((r.event == S.SYNC_BEGIN) & is_tg)
