@@ -251,6 +251,7 @@ class Analysis:
             "locations": top_locations(g.grains, self.locations, found, th, top),
             "critical_path_grains": critical_grains(g, self.locations,
                                                     summary["critical_path"], top),
+            "critical_path_time": path_time(g, summary["critical_path_time"]),
         })
 
     @cached_property
@@ -435,6 +436,25 @@ def critical_grains(g, locations, path, top) -> list:
     return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": _text(name),
              "location": str(where), "work_ns": int(gr.at[i, "work"])}
             for i, where, name in zip(ids.tolist(), locations, names)]
+
+
+def span_in_grains(report: dict) -> float:
+    """Share of the span on the critical path's grains (the rest: serial
+    code, task creation and waits in the initial / implicit tasks, team
+    barriers). The views say it when it is under SPAN_IN_GRAINS_NOTED."""
+    span = report["span_ns"]
+    return report["critical_path_time"]["grains_ns"] / span if span > 0 else 1.0
+
+
+SPAN_IN_GRAINS_NOTED = 0.9
+
+
+def path_time(g, split: dict) -> dict:
+    """The metrics' span split (metrics.work.critical_path_time) with each
+    context's identity."""
+    ctx = split["contexts"]
+    names = _identities(g, [c["context"] for c in ctx]) if ctx else []
+    return {**split, "contexts": [{**c, "identity": _text(n)} for c, n in zip(ctx, names)]}
 
 
 def _identities(g, ids) -> list:

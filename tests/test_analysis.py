@@ -144,6 +144,14 @@ def test_a_stale_save_is_rebuilt_never_trusted(tmp_path, record, example):
     (saved / "analysis.json").write_text(json.dumps(doc))
     d = gl.open(saved)
     assert "trace" in d.__dict__ and d.summary == b.summary
+    # Saved before the metrics split the span: rebuilt, with the split.
+    doc = json.loads((saved / "analysis.json").read_text())
+    del doc["metrics"]["critical_path_time"]
+    (saved / "analysis.json").write_text(json.dumps(doc))
+    e = gl.open(saved)
+    assert "trace" in e.__dict__ and e.summary == b.summary
+    assert sum(e.summary["critical_path_time"][k] for k in
+               ("grains_ns", "contexts_ns", "barriers_ns")) == e.summary["span_ns"]
 
 
 def test_open_of_something_else_is_one_clear_error(tmp_path):

@@ -81,6 +81,21 @@ def test_text_report_sections(fib):
     assert r.stderr == ""                  # quick, not a tty: no progress lines
 
 
+def test_a_path_outside_the_grains_says_where_it_goes(record):
+    """depend 6: ~1.5 us of tasks beside hundreds of us of serial start-up;
+    the report says the span is not in the grains, and whose it is."""
+    t = record("depend", 6, threads=2)
+    r = analyze_json(t.path)
+    split = r["critical_path_time"]
+    assert split["grains_ns"] + split["contexts_ns"] + split["barriers_ns"] == r["span_ns"]
+    first = split["contexts"][0]
+    assert first["kind"] == "initial" and first["identity"] == "0"
+    out = grainlab("analyze", t.path).stdout
+    share = round(100 * split["grains_ns"] / r["span_ns"])
+    assert "% of the span in grains" in out and f"; {share}% of the span" in out
+    assert "outside grains (" in out and "initial task 0 " in out
+
+
 def test_loops_have_chunks_and_load_balance(record):
     t = record("loops", threads=2)
     r = analyze_json(t.path)

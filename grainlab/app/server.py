@@ -15,6 +15,7 @@ from dash import Dash, Input, Output, State, ctx, dash_table, dcc, html, no_upda
 from dash.exceptions import PreventUpdate
 
 from .. import problems as P
+from ..analysis import SPAN_IN_GRAINS_NOTED, span_in_grains
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 from .figures import parallelism_figure, classes, segment_figure
 from .source import lines_around
@@ -100,6 +101,8 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
             f"{s['cores_used']} core(s) · span {s['span_ns'] / 1e6:.3g} ms · "
             f"exposed parallelism {s['parallelism']:.3g} · "
             f"critical path {len(s['critical_path'])} grains"
+            + ("" if span_in_grains(s) >= SPAN_IN_GRAINS_NOTED else
+               f" ({100 * span_in_grains(s):.0f}% of the span in grains)")
             + ("" if s["complete"] else " · INCOMPLETE trace"))),
         html.Div(id="conn-banner", className="banner", style={"display": "none"}),
     ])

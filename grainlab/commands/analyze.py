@@ -9,7 +9,7 @@ import argparse
 import json
 
 from .. import problems as P
-from ..analysis import Analysis
+from ..analysis import SPAN_IN_GRAINS_NOTED, Analysis, span_in_grains
 from ..metrics import instantaneous_parallelism as ip
 from ._pipeline import Progress, fmt_ns, warn_incomplete
 
@@ -111,7 +111,8 @@ def render(r: dict) -> str:
            f"  grains       {r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) "
            f"on {_threads(r)}",
            f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
-           f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains)",
+           f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains"
+           f"{_path_share(r)})",
            f"  parallelism  {r['parallelism']:.3g} (work / span)",
            f"  inst. par.   interval {fmt_ns(ipx['interval_ns'])} ({ipx['interval_choice']}): "
            f"ideal mean {ipx['ideal_mean']:.3g}, min {ipx['ideal_min']}; "
@@ -148,4 +149,18 @@ def render(r: dict) -> str:
     for c in r["critical_path_grains"]:
         out.append(f"  #{c['grain']:<8} {c['kind']:<5} {c['identity']:<24} {c['location']:<32} "
                    f"{fmt_ns(c['work_ns'])}")
+    pt = r["critical_path_time"]
+    outside = [f"{c['kind']} task {c['identity']} {fmt_ns(c['ns'])}" for c in pt["contexts"][:3]]
+    if pt["barriers_ns"]:
+        outside.append(f"team barriers {fmt_ns(pt['barriers_ns'])}")
+    if outside:
+        out.append(f"  outside grains ({fmt_ns(pt['contexts_ns'] + pt['barriers_ns'])}): "
+                   + ", ".join(outside))
     return "\n".join(out)
+
+
+def _path_share(r: dict) -> str:
+    """How much of the span is in grains, when not nearly all of it: a path
+    through serial code and the runtime says the grains are not the problem."""
+    share = span_in_grains(r)
+    return "" if share >= SPAN_IN_GRAINS_NOTED else f"; {100.0 * share:.0f}% of the span in grains"

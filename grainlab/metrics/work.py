@@ -2,6 +2,12 @@
 §5.4.2): computed by `grainlab.graph`, re-exported here so every metric has one
 home. Per-grain columns already in `g.grains`: work, creation_cost,
 bookkeeping_cost, sync_cost, on_critical_path.
+
+Also where the span goes (`critical_path_time`): the critical path's nodes
+are grains' (their fragments, chunks, the forks they create from), contexts'
+(the initial and implicit tasks: serial code, task creation, waiting) or
+shared team barriers'. A path with no grain on it is a true result (a short
+program whose serial start-up outweighs its tasks): the split says so.
 """
 from __future__ import annotations
 
@@ -27,4 +33,27 @@ def summary(g) -> dict:
         "span_ns": span,
         "parallelism": float(work / span) if span > 0 else 1.0,
         "critical_path": [int(x) for x in np.asarray(g.critical_grains)],
+        "critical_path_time": critical_path_time(g),
     }
+
+
+def critical_path_time(g) -> dict:
+    """The span split by whose nodes the critical path runs through (ns):
+    grains, contexts (initial / implicit tasks), shared team barriers; and
+    per context, longest first: [{"context": public id, "kind", "ns"}].
+    The three parts add up to the span."""
+    path = np.asarray(g.critical_path, np.int64)
+    G = len(g.grains)
+    dur = g.nodes["duration"].to_numpy(np.int64)[path]
+    grain = g.nodes["grain"].to_numpy(np.int64)[path]
+    in_grain = (grain >= 0) & (grain < G)
+    in_context = grain >= G
+    per = np.bincount(grain[in_context] - G, weights=dur[in_context],
+                      minlength=len(g.contexts)).astype(np.int64)
+    ctx = np.flatnonzero(per > 0)
+    ctx = ctx[np.argsort(-per[ctx], kind="stable")]
+    kind = g.contexts["kind"].astype(str).to_numpy()
+    return {"grains_ns": int(dur[in_grain].sum()), "contexts_ns": int(dur[in_context].sum()),
+            "barriers_ns": int(dur[~in_grain & ~in_context].sum()),
+            "contexts": [{"context": int(G + c), "kind": str(kind[c]), "ns": int(per[c])}
+                         for c in ctx]}
