@@ -48,12 +48,13 @@ def critical_path_time(g) -> dict:
     grain = g.nodes["grain"].to_numpy(np.int64)[path]
     in_grain = (grain >= 0) & (grain < G)
     in_context = grain >= G
-    per = np.bincount(grain[in_context] - G, weights=dur[in_context],
-                      minlength=len(g.contexts)).astype(np.int64)
+    per = np.bincount(grain[in_context] - G, weights=dur[in_context]).astype(np.int64)
     ctx = np.flatnonzero(per > 0)
     ctx = ctx[np.argsort(-per[ctx], kind="stable")]
-    kind = g.contexts["kind"].astype(str).to_numpy()
+    # graphs made by hand may have no context table
+    kind = g.contexts["kind"].astype(str).to_numpy() if "kind" in g.contexts else []
     return {"grains_ns": int(dur[in_grain].sum()), "contexts_ns": int(dur[in_context].sum()),
             "barriers_ns": int(dur[~in_grain & ~in_context].sum()),
-            "contexts": [{"context": int(G + c), "kind": str(kind[c]), "ns": int(per[c])}
-                         for c in ctx]}
+            "contexts": [{"context": int(G + c),
+                          "kind": str(kind[c]) if c < len(kind) else "context",
+                          "ns": int(per[c])} for c in ctx]}
