@@ -79,3 +79,19 @@ def test_threads_begin_without_touching_their_pool(example, tmp_path):
     assert int(rss.read_text()) < 24 << 20
     t = gl.load(tmp_path / "t.parquet")
     assert t.events["thread"].nunique() == 8
+
+
+def test_page_steps_with_counters(record):
+    """The counters' array is made resident with the rows: every row that
+    samples counters has them, cumulative per thread, across the steps."""
+    trace = record("fib", 18, threads=2, extra=("--buffer-events", 4099, "--counters",
+                                                "task-clock,context-switches"))
+    assert trace.problems == [] and trace.complete
+    ev = trace.events
+    steps = ev[(ev["event"] == S.FLUSH_BEGIN) & (ev["kind"] == S.FLUSH_PAGES)]
+    assert len(steps) >= 2
+    col = "counter:task-clock"
+    assert steps[col].notna().all()
+    for _, rows in ev.groupby("thread"):
+        v = rows[col].dropna().to_numpy()
+        assert len(v) > STEP and (np.diff(v) >= 0).all()
