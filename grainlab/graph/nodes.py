@@ -51,8 +51,7 @@ class Nodes:
         return len(self.columns["type"])
 
 
-def make_nodes(slots, credit, orows, owners, ids: NodeIds | None = None) -> Nodes:
-    ids = ids or node_ids(slots, owners.E)
+def make_nodes(slots, credit, orows, owners, ids: NodeIds) -> Nodes:
     chain = slots.shared < 0
     M, N, slot_node = ids.M, ids.N, ids.slot_node
     weight, start, end = _node_times(slots, credit, owners)
