@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
 #pragma omp for schedule(dynamic)
   for (int i = 0; i < nseq; i++) {
     for (int j = i + 1; j < nseq; j++) {
-#pragma omp task firstprivate(i, j)
+#pragma omp task UNTIED firstprivate(i, j)
       {
         int *row = malloc(((size_t)len + 1) * sizeof *row);
         scores[(long)i * nseq + j] = score(seq + (long)i * len, seq + (long)j * len, len, row);

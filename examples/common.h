@@ -11,6 +11,17 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* UNTIED: the `untied` clause in the task-creating examples' task constructs
+ * when built as their `<name>_untied` variants (-DGRAINLAB_UNTIED=1), as every
+ * task of the BOTS suite is; empty otherwise. OpenMP pragmas are macro
+ * expanded. Untied tasks may be suspended at their task scheduling points and
+ * resumed on another thread: the variants exist to record exactly that. */
+#if GRAINLAB_UNTIED
+#define UNTIED untied
+#else
+#define UNTIED
+#endif
+
 /* Parse argv[i] as a non-negative integer in [lo, hi], or return `dflt` when the
  * argument is absent. A malformed value prints a one-line usage error and
  * exits with status 2, so a mistyped size never silently becomes 0. */

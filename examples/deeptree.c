@@ -19,11 +19,11 @@ static void chain(int depth) {
 #pragma omp atomic
   visited++;
   if (depth < max_depth) {
-#pragma omp task firstprivate(depth)
+#pragma omp task UNTIED firstprivate(depth)
     chain(depth + 1);
   }
   for (int i = 0; i < leaves; i++) {
-#pragma omp task firstprivate(depth, i)
+#pragma omp task UNTIED firstprivate(depth, i)
     {
       (void)tiny_work((unsigned long)depth * 1000003ul + (unsigned long)i, 16);
 #pragma omp atomic
@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
   {
 #pragma omp single nowait
     {
-#pragma omp task
+#pragma omp task UNTIED
       chain(1);
     }
   } /* the region-end barrier joins every task */

@@ -34,9 +34,9 @@ static void fft(const double complex *in, double complex *out, long n, long stri
   }
   long h = n / 2;
   if (n > cutoff) {
-#pragma omp task
+#pragma omp task UNTIED
     fft(in, out, h, 2 * stride);
-#pragma omp task
+#pragma omp task UNTIED
     fft(in + stride, out + h, h, 2 * stride);
 #pragma omp taskwait
   } else {

@@ -25,9 +25,9 @@ static long fib(int n, int depth) {
   if (depth >= cutoff)
     return fib_serial(n);
   long x, y;
-#pragma omp task shared(x) firstprivate(n, depth)
+#pragma omp task UNTIED shared(x) firstprivate(n, depth)
   x = fib(n - 1, depth + 1);
-#pragma omp task shared(y) firstprivate(n, depth)
+#pragma omp task UNTIED shared(y) firstprivate(n, depth)
   y = fib(n - 2, depth + 1);
 #pragma omp taskwait
   return x + y;

@@ -37,7 +37,7 @@ static void search(int i, long sumw, long maxh) {
     if (bound >= __atomic_load_n(&best, __ATOMIC_RELAXED)) continue; /* pruned */
     tiny_work((unsigned long)(i * 16 + s), 4);
     if (i < cutoff) {
-#pragma omp task firstprivate(sw, mh, i)
+#pragma omp task UNTIED firstprivate(sw, mh, i)
       search(i + 1, sw, mh);
     } else {
       search(i + 1, sw, mh);

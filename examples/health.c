@@ -101,7 +101,7 @@ static void step_parallel(village *v, int depth, int cutoff, int has_parent) {
   for (int c = 0; c < v->nchild; c++) {
     village *ch = v->child[c];
     if (depth < cutoff) {
-#pragma omp task firstprivate(ch)
+#pragma omp task UNTIED firstprivate(ch)
       step_parallel(ch, depth + 1, cutoff, 1);
     } else {
       step_parallel(ch, depth + 1, cutoff, 1);

@@ -69,7 +69,7 @@ static node_t *build(point_t *p, int n, int axis, int depth) {
   int next = fixed ? depth + 1 : depth; /* PLANTED: buggy run passes depth, cutoff never reached */
   if (depth < cutoff) {
     for (int c = 0; c < 2; c++) {
-#pragma omp task firstprivate(c) shared(nd, p, n, half, axis, next)
+#pragma omp task UNTIED firstprivate(c) shared(nd, p, n, half, axis, next)
       nd->child[c] = c == 0 ? build(p, half, 1 - axis, next)
                             : build(p + half, n - half, 1 - axis, next);
     }

@@ -46,7 +46,7 @@ static long search(board_t b, int row) {
     if (!ok(&b, row, c))
       continue;
     b.col[row] = c;
-#pragma omp task firstprivate(b, row) shared(total)
+#pragma omp task UNTIED firstprivate(b, row) shared(total)
     {
       long s = search(b, row + 1);
 #pragma omp atomic

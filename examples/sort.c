@@ -92,9 +92,9 @@ static void merge(const elm *a, long na, const elm *b, long nb, elm *dest) {
     return;
   }
   long k = n / 2, i = corank(k, a, na, b, nb), j = k - i;
-#pragma omp task
+#pragma omp task UNTIED
   merge(a, i, b, j, dest);
-#pragma omp task
+#pragma omp task UNTIED
   merge(a + i, na - i, b + j, nb - j, dest + k);
 #pragma omp taskwait
 }
@@ -107,18 +107,18 @@ static void sort(elm *a, elm *tmp, long n) {
   long q = n / 4;
   elm *A = a, *B = a + q, *C = a + 2 * q, *D = a + 3 * q;
   elm *tA = tmp, *tC = tmp + 2 * q;
-#pragma omp task
+#pragma omp task UNTIED
   sort(A, tA, q);
-#pragma omp task
+#pragma omp task UNTIED
   sort(B, tmp + q, q);
-#pragma omp task
+#pragma omp task UNTIED
   sort(C, tC, q);
-#pragma omp task
+#pragma omp task UNTIED
   sort(D, tmp + 3 * q, n - 3 * q);
 #pragma omp taskwait
-#pragma omp task
+#pragma omp task UNTIED
   merge(A, q, B, q, tA);
-#pragma omp task
+#pragma omp task UNTIED
   merge(C, q, D, n - 3 * q, tC);
 #pragma omp taskwait
   merge(tA, 2 * q, tC, n - 2 * q, a);

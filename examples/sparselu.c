@@ -100,18 +100,26 @@ static void count(long k) {
 }
 
 static void lu_single(void) {
+#if GRAINLAB_UNTIED
+  /* BOTS's shape: the whole factorization is one untied producer task, and
+   * every task construct and taskwait is inside it lexically, so each is a
+   * point where the producer may be suspended and resumed on another thread.
+   * One task more than the tied build. */
+#pragma omp task untied
+#endif
+  {
   for (int kk = 0; kk < nb; kk++) {
     lu0(blk(kk, kk));
     for (int jj = kk + 1; jj < nb; jj++)
       if (blk(kk, jj)) {
         count(1);
-#pragma omp task firstprivate(kk, jj)
+#pragma omp task UNTIED firstprivate(kk, jj)
         fwd(blk(kk, kk), blk(kk, jj));
       }
     for (int ii = kk + 1; ii < nb; ii++)
       if (blk(ii, kk)) {
         count(1);
-#pragma omp task firstprivate(kk, ii)
+#pragma omp task UNTIED firstprivate(kk, ii)
         bdiv(blk(kk, kk), blk(ii, kk));
       }
 #pragma omp taskwait
@@ -121,10 +129,11 @@ static void lu_single(void) {
           if (blk(kk, jj)) {
             fill_in(ii, jj);
             count(1);
-#pragma omp task firstprivate(kk, ii, jj)
+#pragma omp task UNTIED firstprivate(kk, ii, jj)
             bmod(blk(ii, kk), blk(kk, jj), blk(ii, jj));
           }
 #pragma omp taskwait
+  }
   }
 }
 
@@ -137,14 +146,14 @@ static void lu_for(void) {
     for (int jj = kk + 1; jj < nb; jj++)
       if (blk(kk, jj)) {
         count(1);
-#pragma omp task firstprivate(kk, jj)
+#pragma omp task UNTIED firstprivate(kk, jj)
         fwd(blk(kk, kk), blk(kk, jj));
       }
 #pragma omp for
     for (int ii = kk + 1; ii < nb; ii++)
       if (blk(ii, kk)) {
         count(1);
-#pragma omp task firstprivate(kk, ii)
+#pragma omp task UNTIED firstprivate(kk, ii)
         bdiv(blk(kk, kk), blk(ii, kk));
       }
     /* the barrier above has run every fwd and bdiv task */
@@ -155,7 +164,7 @@ static void lu_for(void) {
           if (blk(kk, jj)) {
             fill_in(ii, jj);   /* row ii is this iteration's alone */
             count(1);
-#pragma omp task firstprivate(kk, ii, jj)
+#pragma omp task UNTIED firstprivate(kk, ii, jj)
             bmod(blk(ii, kk), blk(kk, jj), blk(ii, jj));
           }
   }

@@ -49,7 +49,7 @@ static void mul(int n, const double *a, int lda, const double *b, int ldb, doubl
   double *M[7];
   for (int p = 0; p < 7; p++) {
     M[p] = malloc(sizeof(double) * h * h);
-#pragma omp task firstprivate(p) shared(ax, ay, as, bx, by, bsg, M)
+#pragma omp task UNTIED firstprivate(p) shared(ax, ay, as, bx, by, bsg, M)
     {
       double *ta = malloc(sizeof(double) * h * h), *tb = malloc(sizeof(double) * h * h);
       addm(h, ax[p], ay[p], lda, as[p], ta);

@@ -18,7 +18,7 @@ static void node(int depth, unsigned long id) {
   visited++;
   if (depth < max_depth)
     for (int i = 0; i < fanout; i++) {
-#pragma omp task firstprivate(depth, id, i)
+#pragma omp task UNTIED firstprivate(depth, id, i)
       node(depth + 1, id * (unsigned long)fanout + (unsigned long)i + 1);
     }
 }
@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
 #pragma omp single nowait
     if (max_depth >= 1)
       for (int i = 0; i < fanout; i++) {
-#pragma omp task firstprivate(i)
+#pragma omp task UNTIED firstprivate(i)
         node(1, (unsigned long)i + 1);
       }
   } /* the region-end barrier joins every task of the tree */

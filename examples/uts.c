@@ -57,7 +57,7 @@ static long count_par(unsigned long h, int depth, int spine) {
     unsigned long hc = mix(h ^ (unsigned long)(c + 1) * 0x9E3779B97F4A7C15ul);
     int sc = deep && spine && c == 0 && depth < size - 1;
     if (depth < cutoff) {
-#pragma omp task shared(sub) firstprivate(hc, sc, c)
+#pragma omp task UNTIED shared(sub) firstprivate(hc, sc, c)
       sub[c] = count_par(hc, depth + 1, sc);
     } else {
       sub[c] = count_par(hc, depth + 1, sc);

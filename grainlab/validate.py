@@ -394,24 +394,36 @@ class _Tasks:
 
     def check_one_thread_at_a_time(self, source, contradiction):
         """An explicit task runs on one thread at a time: between a switch into it
-        (TASK_SCHEDULE next) and the switch away from it (prior) no other switch
-        into it may come. Only a task seen on two threads can run on two at
-        once: a tied task (the usual case) never moves, so a third pass reads
-        the schedule rows of moved tasks only, and only if there are any."""
+        (TASK_SCHEDULE next) and the switch away from it no other switch into
+        it may come. Only a task seen on two threads can run on two at once: a
+        tied task (the usual case) never moves, so a third pass reads the
+        schedule rows of moved tasks only, and only if there are any.
+
+        What is switched away from is what the thread last switched to, read
+        from the thread's own schedule rows (`SwitchedFrom`): libomp's prior
+        can be stale for untied tasks (docs/trace-format.md, "Untied tasks")."""
         if not self.n or self.lo is None:
             return
         moved = self.hi > self.lo
         if not moved.any():
             return
         parts = {"into": [], "away": []}
+        threads = SwitchedFrom()
         for b in source(SCHEDULE_COLUMNS + ["rg"]):
             sched = np.flatnonzero(b["event"] == S.TASK_SCHEDULE)
-            for name, field in (("into", "task"), ("away", "other")):
-                pos = self.index.get(b[field][sched])
+            if not len(sched):
+                continue
+            into_ids, away_ids = b["task"][sched], threads.away(b["thread"][sched],
+                                                                b["task"][sched],
+                                                                b["other"][sched])
+            for name, ids in (("into", into_ids), ("away", away_ids)):
+                pos = self.index.get(ids)
                 keep = np.flatnonzero(pos >= 0)
                 keep = keep[moved[pos[keep]]]
                 rows = sched[keep]
-                parts[name].append((pos[keep], b["tsc"][rows], b["rg"][rows], b["task"][rows]))
+                parts[name].append((pos[keep], b["tsc"][rows], b["rg"][rows], ids[keep]))
+        if not parts["into"]:
+            return
         into = [np.concatenate(c) for c in zip(*parts["into"])]
         away = [np.concatenate(c) for c in zip(*parts["away"])]
         who, when, rg, task = (np.concatenate((a, b)) for a, b in zip(into, away))
@@ -429,6 +441,59 @@ class _Tasks:
             contradiction(int(rg[r]), "task", f"task {_fmt(task[r])} runs on two threads at "
                                               "once (switched to again before it was switched "
                                               "away from)")
+
+
+class SwitchedFrom:
+    """What each TASK_SCHEDULE row really switches away from: the task its
+    thread last switched to (the thread's previous schedule row's next), not
+    always the prior that libomp reports. The two differ only for untied
+    tasks (kmp_tasking.cpp; docs/trace-format.md, "Untied tasks"):
+
+    - At each task scheduling point of an untied task X, clang's code calls
+      __kmpc_omp_task on X itself: libomp reports X's switch back to the task
+      that scheduled it (prior X, next that task), then queues X. When X
+      cannot be queued (it is serialized: it was run at once because a deque
+      was full, or its team is serial) libomp runs X again at once on the
+      same thread, with the thread's current task, still X, as the prior: a
+      *self-switch* (prior == next == X) whose real prior is the task X had
+      just switched back to.
+    - A part of an untied task ends silently unless its thread is the last
+      to drop the task's reference count: the thread that does (possibly
+      another one, later) reports the completion, with prior X, though X ran
+      its last part elsewhere; the thread that ran it just goes on with its
+      next switch (prior: its own current task).
+
+    A thread's first schedule row (nothing known before it) keeps libomp's
+    prior, unless it is a self-switch: X can be the prior of a self-switch
+    only on a thread that was seen to run X, so there it switches from
+    nothing (a task resumed there while it runs elsewhere is then caught). Batches come in file order and each thread's rows in its time
+    order; the last next of each thread is carried from batch to batch."""
+
+    def __init__(self):
+        self.last: dict = {}      # thread -> its last schedule row's next (task id)
+
+    def away(self, thread, into, prior) -> np.ndarray:
+        n = len(thread)
+        if not n:
+            return np.asarray(prior)
+        order = argsort(thread)                 # stable: each thread's rows in order
+        th = thread[order]
+        first = np.ones(n, bool)
+        first[1:] = th[1:] != th[:-1]
+        prev = np.empty(n, into.dtype)
+        prev[1:] = into[order][:-1]
+        starts = np.flatnonzero(first)
+        prev[starts] = [self.last.get(int(t), 0) for t in th[starts].tolist()]
+        away = np.empty(n, into.dtype)
+        away[order] = prev
+        # a row group holds one thread's buffer: the last row of a thread in
+        # this batch is its last in file order
+        ends = np.append(starts[1:], n) - 1
+        for t, v in zip(th[ends].tolist(), into[order][ends].tolist()):
+            self.last[t] = v
+        # nothing known before: libomp's prior, except for a self-switch,
+        # whose prior is only ever the task the thread already ran
+        return np.where(away == 0, np.where(into == prior, 0, prior), away)
 
 
 def _positions(pos: np.ndarray) -> np.ndarray:

@@ -113,6 +113,9 @@ def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
     owner_running = owner_row[np.flatnonzero(marks)[latest]] if n else owner_row
     del latest
 
+    if migrating:
+        implicit_end_clip = _untied_end_clip(ev, time, col("kind"), other_owner,
+                                             implicit_end_clip)
     # Segment from this row to the thread's next row, clipped at the region end
     # for implicit tasks (libomp reports workers' last barrier end late).
     next_time = np.empty_like(time)
@@ -147,6 +150,29 @@ def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
                 order=order, source=events, counters=counters,
                 grank=grank, owner_running=owner_running, seg=seg, seg_end=seg_end)
     return rows, task_owner, other_owner
+
+
+def _untied_end_clip(ev, time, kind, other_owner, clip) -> np.ndarray:
+    """Explicit tasks run no later than their completion is reported. For a
+    tied task that is where its last segment ends anyway. An untied task's
+    last part can end silently on one thread while another thread, the last
+    to drop the task's reference, reports the completion (libomp's
+    __kmp_task_finish; docs/trace-format.md "Untied tasks"): the silent
+    thread's time until its next row is then runtime, not the task's."""
+    done = np.flatnonzero((ev == S.TASK_SCHEDULE) & isin_status(kind, S.STATUS_FINISHED)
+                          & (other_owner >= 0))
+    if not len(done):
+        return clip
+    clip = np.array(clip, dtype=np.int64, copy=True)
+    np.minimum.at(clip, other_owner[done], time[done])
+    return clip
+
+
+def isin_status(kind: np.ndarray, statuses) -> np.ndarray:
+    out = np.zeros(len(kind), dtype=bool)
+    for s in statuses:
+        out |= kind == s
+    return out
 
 
 def counter_deltas(rows: Rows) -> dict:

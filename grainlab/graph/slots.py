@@ -137,6 +137,8 @@ def _task_slots(parts, orows, owners, q) -> Forks:
     sc = np.flatnonzero((r.event == S.TASK_SCHEDULE) & (own >= 0) & (own < T))
     if owners.untied:
         sc = sc[argsort(r.grank[sc])]
+    if owners.untied:
+        _migration_slots(parts, r, own, sc)
     sc = sc[first_per_key(own[sc], E)]
     parts.add(len(sc), owner=own[sc], row=r.grank[sc], type=FRAGMENT, start=t[sc])
 
@@ -158,6 +160,24 @@ def _task_slots(parts, orows, owners, q) -> Forks:
     weight = np.zeros(E, dtype=np.int64)
     weight[child] = fork_w
     return Forks(rows=cr, child=child, parent=parent, weight=weight, estimate=estimate)
+
+
+def _migration_slots(parts, r, own, sc) -> None:
+    """An untied task resumed on another thread than the one it last ran on
+    continues in a new fragment there, so each fragment sits on the thread
+    that ran it (docs/graph-model.md "Untied tasks"). The two fragments are
+    consecutive in the task's chain: the path through them, and so the span,
+    is the same as through one. `sc`: schedule rows into explicit tasks, in
+    global time order. A task that resumes where it ran (tied tasks, every
+    task at one thread, a serialized untied task's self-switches) gets no
+    new fragment, so the graph's shape changes only where tasks moved."""
+    s = sc[lexsort((r.grank[sc], own[sc]))]     # per task, in time
+    who, thread = own[s], r.thread[s]
+    moved = np.zeros(len(s), dtype=bool)
+    moved[1:] = (who[1:] == who[:-1]) & (thread[1:] != thread[:-1])
+    resume = s[moved]
+    parts.add(len(resume), owner=own[resume], row=r.grank[resume], type=FRAGMENT,
+              start=r.time[resume])
 
 
 def _gap_to_next_runtime_row(r, idx):
