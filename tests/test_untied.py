@@ -205,3 +205,19 @@ def test_the_single_producer_migrates_and_is_followed(record):
             assert figures["moved_tasks"] >= 1
             return
     pytest.fail("the untied producer never moved between 4 threads in 5 runs")
+
+
+@pytest.mark.parametrize("batch_rows", [1, 3, 7])
+def test_streamed_checks_carry_each_threads_last_switch(tmp_path, cli, monkeypatch, batch_rows):
+    """`grainlab info` checks a file in batches: a thread's last switch is
+    carried from batch to batch, so the same rows pass (and the forged ones
+    fail) whatever the batch size, the issue's rows split over row groups."""
+    from grainlab import batches
+    monkeypatch.setattr(batches, "BATCH_ROWS", batch_rows)
+    b, _, _ = issue_rows_trace()
+    ok = b.write(tmp_path / "issue.parquet", rows_per_group=2)
+    assert cli("info", ok).returncode == 0
+    bad = _running_twice(lambda X, i1: [(S.TASK_SCHEDULE, 30, dict(task=X, other=X, kind=SW)),
+                                        (S.TASK_SCHEDULE, 40, dict(task=i1, other=X, kind=SW))]
+                         ).write(tmp_path / "bad.parquet", rows_per_group=2)
+    assert_one_line_error(cli("info", bad), str(bad), "two threads at once")
