@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow.parquet as pq  # noqa: E402
 
 from grainlab import _paths  # noqa: E402
-from grainlab.spool import is_locked, spool_of  # noqa: E402
+from grainlab.trace.spool import is_locked, spool_of  # noqa: E402
 
 CONFIGS = ("app", "empty", "inline", "writer", "time", "counters")
 TRACED = ("inline", "writer", "time", "counters")

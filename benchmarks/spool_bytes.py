@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grainlab import _paths  # noqa: E402
-from grainlab.spool import spool_of  # noqa: E402
+from grainlab.trace.spool import spool_of  # noqa: E402
 
 ENCODINGS = ("raw", "compact")
 HEADER = struct.Struct("<8sIIIIIIQQ")

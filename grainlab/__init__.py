@@ -16,9 +16,9 @@ __version__ = "0.1.0"
 
 # numpy/pandas/pyarrow load on first use, not at `import grainlab` (which must
 # stay fast for `grainlab --version` and tools that import it for a name).
-_LAZY = {"Analysis": "analysis", "Comparison": "analysis", "analyze": "analysis",
-         "open": "analysis", "Trace": "trace", "load": "trace", "scan": "stream",
-         "characterize": "characterization"}
+_LAZY = {"Analysis": "analysis.analysis", "Comparison": "analysis.analysis",
+         "analyze": "analysis.analysis", "open": "analysis.analysis", "Trace": "trace.trace",
+         "load": "trace.trace", "scan": "trace.scan", "characterize": "suite.characterization"}
 
 
 def __getattr__(name):

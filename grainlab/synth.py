@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import schema as S
-from .depwait import is_pseudo_create
+from .trace.dependence_waits import is_pseudo_create
 from .errors import UsageError
 from .sorting import argsort
 

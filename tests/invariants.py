@@ -10,10 +10,10 @@ import pandas as pd
 
 import grainlab as gl
 from grainlab import schema as S
-from grainlab.graph.convert import weighted_edge_networkx
+from grainlab.graph.interop import weighted_edge_networkx
 from grainlab.metrics import instantaneous_parallelism as ip
 from grainlab.metrics import time_decomposition as td
-from grainlab.metrics._graph import threads_used
+from grainlab.metrics.contract import threads_used
 
 # Rows after which the row's `task` runs on its thread; after which nobody
 # does; TASK_CREATE: its `other` (the creator) goes on. Others change nothing.

@@ -139,7 +139,7 @@ def test_bad_threshold_and_config(fib, tmp_path, cli):
 
 
 def test_progress_lines_only_when_enabled(capsys):
-    from grainlab.commands._pipeline import Progress
+    from grainlab.commands._output import Progress
     Progress(enabled=True)("building the grain graph")
     Progress(enabled=False)("quiet")
     err = capsys.readouterr().err.splitlines()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import grainlab as gl
-from grainlab.characterization import COLUMNS
+from grainlab.suite.characterization import COLUMNS
 from conftest import assert_one_line_error, grainlab
 
 PROGRAMS = [("fib", (16, 6)), ("health", (3, 4, 3, 3)), ("loop_static", (20000, 2)),

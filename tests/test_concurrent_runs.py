@@ -15,7 +15,7 @@ from pathlib import Path
 import grainlab as gl
 from grainlab import _paths
 from grainlab.commands import record as record_cmd
-from grainlab.spool import header_values, spool_of
+from grainlab.trace.spool import header_values, spool_of
 from conftest import assert_one_line_error, grainlab
 
 # regions 1 4 1500 master: one region, 4 tasks of 1.5 s each -> >= 3 s at 2 threads

@@ -10,9 +10,9 @@ import pytest
 
 from grainlab import synth
 from grainlab.graph import build
-from grainlab.graph.convert import weighted_edge_networkx
+from grainlab.graph.interop import weighted_edge_networkx
 from grainlab.graph.critical_path import longest_path, node_arrays
-from grainlab.trace import load
+from grainlab.trace.trace import load
 
 
 def reference_span(g) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 import grainlab as gl
 from grainlab import _paths
-from grainlab.spool import spool_of
+from grainlab.trace.spool import spool_of
 from conftest import grainlab
 
 # 2.5M events at 1 thread: ~12.7 MB of compact spool (142 MB raw), well over

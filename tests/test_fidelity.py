@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import grainlab as gl
-from grainlab.metrics._graph import threads_used
+from grainlab.metrics.contract import threads_used
 from conftest import REPO
 from grainlab.metrics import instantaneous_parallelism as ip
 from grainlab.metrics import time_decomposition as td
@@ -209,7 +209,7 @@ def _reference_busy(g):
     """Plain reference for the achieved mean: per thread, sort the grain
     fragments and sweep them, merging overlaps (a fragment encloses the
     children its thread ran inline); the busy time is the merged length."""
-    from grainlab.metrics._graph import grain_exec_mask
+    from grainlab.metrics.contract import grain_exec_mask
     busy = 0
     for _, part in g.nodes[grain_exec_mask(g)].groupby("thread"):
         cur = None

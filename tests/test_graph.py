@@ -11,7 +11,7 @@ from tracegen import TraceBuilder, task_id
 from grainlab import schema as S
 from grainlab import synth
 from grainlab.graph import build
-from grainlab.trace import load
+from grainlab.trace.trace import load
 
 
 def graph_of(record, program, *args, threads=2):

@@ -25,7 +25,7 @@ import pytest
 
 import grainlab
 from conftest import grainlab as run_cli
-from grainlab import identity as I
+from grainlab.tables import identity as I
 from grainlab import schema as S
 from grainlab.metrics import work_deviation
 from tracegen import TraceBuilder, fork_join_trace, task_id, team_region
@@ -457,7 +457,7 @@ def test_saved_analysis_keeps_identities_and_matching(record, tmp_path, monkeypa
     hash matching work after reopening (here without identity columns)."""
     for k, v in ON_DEMAND.items():
         monkeypatch.setenv(k, v)
-    from grainlab.analysis import open as open_analysis
+    from grainlab.analysis.analysis import open as open_analysis
     a = grainlab.analyze(record("fib", 10, 3, threads=1).path)
     b = grainlab.analyze(record("fib", 10, 3, threads=2).path)
     want = a.graph.identities()

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grainlab import batches, cli
+from grainlab.trace import batches
+from grainlab import cli
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "info"
 EXPECTED = json.loads((GOLDEN / "expected.json").read_text())
@@ -51,10 +52,10 @@ def test_the_golden_set_covers_what_it_says():
 
 
 def test_gl_scan_is_the_function_once_its_module_is_loaded():
-    """`gl.scan` stays callable after grainlab.stream (its module) is imported:
+    """`gl.scan` stays callable after grainlab.trace.scan (its module) is imported:
     a submodule named like the function would replace it on the package."""
     import grainlab as gl
-    import grainlab.stream  # noqa: F401
+    import grainlab.trace.scan  # noqa: F401
     assert callable(gl.scan)
     s = gl.scan(GOLDEN / "fib10-t1.parquet")
     assert s.summary() == json.loads(EXPECTED["fib10-t1"]["json"]["stdout"].replace(

@@ -14,7 +14,7 @@ import pytest
 
 import grainlab
 from grainlab import schema as S
-from grainlab.spool import spool_of
+from grainlab.trace.spool import spool_of
 from conftest import assert_one_line_error, grainlab as run_cli
 
 
@@ -308,7 +308,7 @@ def test_the_closing_line_reads_the_converters_counts_only_when_it_may(tmp_path,
     """A complete trace: the footer's counts, not a scan (a forged count shows
     through); counts missing, an incomplete run or pseudo-tasks: the scan."""
     import pyarrow.parquet as pq
-    from grainlab.stream import closing_counts, scan
+    from grainlab.trace.scan import closing_counts, scan
     out = tmp_path / "t.parquet"
     assert run_cli("record", "-q", "-o", out, "--", example("fib"), 12, 4).returncode == 0
     truth = scan(out)

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import grainlab as gl
-from grainlab.metrics._graph import threads_used
+from grainlab.metrics.contract import threads_used
 from grainlab.graph.select import select
-from grainlab.regions import region_table
+from grainlab.trace.regions import region_table
 from conftest import assert_one_line_error, grainlab
 from test_critical_path import assert_exact_critical_path
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import grainlab
-from grainlab.spool import spool_of
+from grainlab.trace.spool import spool_of
 from conftest import grainlab as run_cli
 
 HEADER = struct.Struct("<8sIIIIIIQQ")  # gl_spool_header

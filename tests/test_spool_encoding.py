@@ -32,7 +32,7 @@ import pytest
 
 import grainlab
 from grainlab import _paths
-from grainlab.spool import spool_of
+from grainlab.trace.spool import spool_of
 from conftest import REPO, peak_rss_prefix
 
 pytestmark = pytest.mark.native

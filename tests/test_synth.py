@@ -12,7 +12,7 @@ from conftest import assert_one_line_error, grainlab
 
 from grainlab import schema as S
 from grainlab import synth
-from grainlab.trace import load
+from grainlab.trace.trace import load
 
 
 def write(tmp_path, shape, grains, **kw):
@@ -163,7 +163,7 @@ def test_cli_unwritable_output(tmp_path, cli):
 def test_synthetic_counts_are_what_a_scan_counts(tmp_path, shape):
     """grainlab.counts of a synthetic trace, as the converter's: what
     `record`'s closing line would print equals the streamed scan's counts."""
-    from grainlab.stream import closing_counts, scan
+    from grainlab.trace.scan import closing_counts, scan
     path = write(tmp_path, shape, 3000, threads=3)
     fast, full = closing_counts(path), scan(path)
     assert type(fast).__name__ != "Scan"

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from grainlab import schema as S
-from grainlab.lineage import build_task_table
-from grainlab.trace import load
+from grainlab.tables.tasks import build_task_table
+from grainlab.trace.trace import load
 
 
 @pytest.mark.parametrize("program,args", [("fib", (14, 4)), ("depend", (6,)),

@@ -14,7 +14,7 @@ import pytest
 
 import grainlab as gl
 from grainlab import schema as S
-from grainlab.validate import SwitchedFrom
+from grainlab.trace.validate import SwitchedFrom
 from conftest import assert_one_line_error
 from invariants import check_trace, graph_time_on_threads, time_on_threads
 from tracegen import TraceBuilder, task_id, team_region, team_region_end
@@ -212,7 +212,7 @@ def test_streamed_checks_carry_each_threads_last_switch(tmp_path, cli, monkeypat
     """`grainlab info` checks a file in batches: a thread's last switch is
     carried from batch to batch, so the same rows pass (and the forged ones
     fail) whatever the batch size, the issue's rows split over row groups."""
-    from grainlab import batches
+    from grainlab.trace import batches
     monkeypatch.setattr(batches, "BATCH_ROWS", batch_rows)
     b, _, _ = issue_rows_trace()
     ok = b.write(tmp_path / "issue.parquet", rows_per_group=2)

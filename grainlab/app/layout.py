@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GrainlabError
-from ..metrics._graph import is_one_of
+from ..metrics.contract import is_one_of
 
 
 def depths(parent: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from dash import Dash, Input, Output, State, ctx, dash_table, dcc, html, no_upda
 from dash.exceptions import PreventUpdate
 
 from .. import problems as P
-from ..analysis import SPAN_IN_GRAINS_NOTED, span_in_grains
+from ..analysis.analysis import SPAN_IN_GRAINS_NOTED, span_in_grains
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 from .figures import parallelism_figure, classes, segment_figure
 from .source import lines_around

@@ -9,9 +9,9 @@ import argparse
 import json
 
 from .. import problems as P
-from ..analysis import SPAN_IN_GRAINS_NOTED, Analysis, span_in_grains
+from ..analysis.analysis import SPAN_IN_GRAINS_NOTED, Analysis, span_in_grains
 from ..metrics import instantaneous_parallelism as ip
-from ._pipeline import Progress, fmt_ns, warn_incomplete
+from ._output import Progress, fmt_ns, warn_incomplete
 
 HELP = "find performance problems in a trace (metrics, problems, source locations)"
 EPILOG = """\

@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from ..characterization import characterize
+from ..suite.characterization import characterize
 from ..errors import GrainlabError, UsageError
 from ..progress import Progress
 

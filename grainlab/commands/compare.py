@@ -11,9 +11,9 @@ import json
 import os
 
 from .. import problems as P
-from ..analysis import Analysis
+from ..analysis.analysis import Analysis
 from ..errors import GrainlabError, UsageError
-from ._pipeline import Progress, fmt_ns, warn_incomplete
+from ._output import Progress, fmt_ns, warn_incomplete
 
 HELP = "work deviation between two runs of the same program, grain by grain"
 EPILOG = """\

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..spool import SUFFIX, convert, wait_until_unlocked
-from ..trace import load
+from ..trace.spool import SUFFIX, convert, wait_until_unlocked
+from ..trace.trace import load
 
 HELP = "convert a collector spool (TRACE.spool) into a Parquet trace"
 

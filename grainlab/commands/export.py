@@ -6,10 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
-from ..analysis import Analysis
+from ..analysis.analysis import Analysis
 from ..errors import GrainlabError, UsageError
 from ..outpath import resolve_output, temporary_beside
-from ._pipeline import Progress, warn_incomplete
+from ._output import Progress, warn_incomplete
 
 HELP = "export the grain graph as GraphML (yEd, Cytoscape) or Perfetto JSON"
 

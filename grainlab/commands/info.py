@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ..stream import scan
+from ..trace.scan import scan
 
 HELP = "summarize a trace (events, threads, tasks, chunks, ...)"
 

@@ -25,12 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import _paths, program
+from .. import _paths
+from ..record import program
 from .. import schema as S
 from ..errors import RecordError, TraceError, UsageError
 from ..outpath import resolve_output
-from ..spool import header_values, is_converter, is_locked, lock_holder, spool_of
-from ..stream import closing_counts
+from ..trace.spool import header_values, is_converter, is_locked, lock_holder, spool_of
+from ..trace.scan import closing_counts
 
 HELP = "run an OpenMP program with the collector and write a trace"
 

@@ -8,7 +8,7 @@ import socket
 import sys
 
 from ..errors import UsageError
-from ._pipeline import Progress, warn_incomplete
+from ._output import Progress, warn_incomplete
 
 HELP = "show the grain graph and its problems in a web browser"
 EPILOG = """\
@@ -37,7 +37,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..analysis import Analysis
+    from ..analysis.analysis import Analysis
     from ..app import AppData, create_app
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: expected 0..65535")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import suite as S
-from ..characterization import characterize
+from ..suite import runner as S
+from ..suite.characterization import characterize
 
 HELP = "record every suite program at a size and characterize the traces into one folder"
 

@@ -29,7 +29,7 @@ def owner_identity(g) -> pa.Array:
     its 128-bit identity hash instead (Names.short)."""
     nodes = g.identity_nodes() if hasattr(g, "identity_nodes") else None
     if nodes is not None:
-        from ..identity import materialise
+        from ..tables.identity import materialise
         if materialise(g.names, nodes):
             return g.names.arrow(nodes).cast(pa.string())
         return g.names.short(nodes).cast(pa.string())

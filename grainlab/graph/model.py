@@ -102,11 +102,11 @@ class GrainGraph:
 
     # -- conversions and reductions --------------------------------------
     def to_igraph(self):
-        from .convert import to_igraph
+        from .interop import to_igraph
         return to_igraph(self)
 
     def to_networkx(self):
-        from .convert import to_networkx
+        from .interop import to_networkx
         return to_networkx(self)
 
     def reduce(self, fragments: bool = True, forks: bool = True,

@@ -96,9 +96,9 @@ def _task_table(trace):
     """(tasks, regions, names) of the trace; when the trace has not built its
     task table yet, build it without caching it on the trace, so it is freed
     once the graph has read what it needs (~0.16 GiB per 10^6 grains)."""
-    from ..trace import Trace
+    from ..trace.trace import Trace
     if isinstance(trace, Trace) and "_task_table" not in vars(trace):
-        from ..lineage import build_task_table
+        from ..tables.tasks import build_task_table
         return build_task_table(trace, lineage=False, times=False)
     return trace.tasks(), trace.regions(), trace.task_names()
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from ..identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
-from ..identity import WORKSHARE as WORKSHARE_STEP, as_column, string_column
+from ..tables.identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
+from ..tables.identity import WORKSHARE as WORKSHARE_STEP, as_column, string_column
 from .columns import (I64MAX, first_after, frame, list_rank, lookup, pack, reindexed,
                       sorted_keys)
 from .model import EDGE_TYPES, JOIN_KINDS, NODE_TYPES, GrainGraph

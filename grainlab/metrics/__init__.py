@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import (instantaneous_parallelism, load_balance, memory_hierarchy,
                parallel_benefit, scatter, time_decomposition, work, work_deviation)
-from ._graph import cores_used, threads_used
+from .contract import cores_used, threads_used
 from .earliest_start import earliest_start
 
 METRIC_COLUMNS = (parallel_benefit.COLUMN, load_balance.COLUMN, scatter.COLUMN,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GrainlabError
-from ._graph import is_one_of
+from .contract import is_one_of
 from ..sorting import argsort
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..sorting import lexsort
 import pandas as pd
 
-from ._graph import is_one_of
+from .contract import is_one_of
 
 
 def sibling_groups(grains: pd.DataFrame, by_construct: bool = False) -> np.ndarray:

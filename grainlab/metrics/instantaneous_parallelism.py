@@ -31,7 +31,7 @@ from ..sorting import argsort, lexsort
 import pandas as pd
 
 from .intervals import union_by_group
-from ._graph import grain_exec_mask
+from .contract import grain_exec_mask
 from .earliest_start import earliest_start
 
 COLUMN = "instantaneous_parallelism"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import is_one_of
+from .contract import is_one_of
 from .groups import group_max, group_median, sibling_groups
 
 COLUMN = "load_balance"

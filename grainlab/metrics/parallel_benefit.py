@@ -11,7 +11,7 @@ A grain with zero cost has infinite benefit.
 from __future__ import annotations
 
 import numpy as np
-from ._graph import is_one_of
+from .contract import is_one_of
 
 COLUMN = "parallel_benefit"
 

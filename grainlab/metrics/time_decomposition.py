@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._graph import is_one_of
+from .contract import is_one_of
 from .intervals import covered, union_by_group
 
 COLUMNS = ("work", "create", "schedule", "sync", "runtime", "overhead", "idle", "total")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import is_one_of
+from .contract import is_one_of
 
 COLUMNS = ("work", "creation_cost", "bookkeeping_cost", "sync_cost")
 

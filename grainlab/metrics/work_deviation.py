@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._graph import is_one_of
+from .contract import is_one_of
 
 COLUMN = "work_deviation"
 

@@ -39,7 +39,7 @@ OUT = HERE / "info"
 sys.path.insert(0, str(REPO / "tests"))
 
 from grainlab import _paths, schema as S  # noqa: E402
-from grainlab.spool import spool_of  # noqa: E402
+from grainlab.trace.spool import spool_of  # noqa: E402
 
 EXAMPLES = _paths.build_dir() / "examples"
 NOWHERE = "/nonexistent/grainlab-golden"

@@ -19,8 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import schema as S
-from .errors import TraceError
+from .. import schema as S
+from ..errors import TraceError
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -55,10 +55,10 @@ def load_checking(path):
 def _read_trace(path) -> "Trace":
     path = Path(path)
     parquet, meta = open_trace(path)
-    from .process_memory import fit_to_trace
+    from ..process_memory import fit_to_trace
     fit_to_trace(parquet.metadata.num_rows)
     events, sizes = _read_events(path, parquet, meta)
-    from .depwait import fold_dependence_waits
+    from .dependence_waits import fold_dependence_waits
     events, folded = fold_dependence_waits(events)
     if folded:
         meta["dependence_waits"] = folded
@@ -212,12 +212,12 @@ class Trace:
 
     @cached_property
     def _task_table(self):
-        from .lineage import build_task_table
+        from ..tables.tasks import build_task_table
         return build_task_table(self)
 
     @cached_property
     def _loops_and_chunks(self):
-        from .chunks import build_loops_and_chunks
+        from ..tables.loops import build_loops_and_chunks
         return build_loops_and_chunks(self)
 
     def graph(self, *, checkpoint=None, **kw):
@@ -226,7 +226,7 @@ class Trace:
         without options (metric columns added to it stay); with options, built
         anew each call. checkpoint: called between the build's phases (it may
         raise to stop the build)."""
-        from .graph import build
+        from ..graph import build
         if kw:
             return build(self, checkpoint=checkpoint, **kw)
         if self._graph is None:
@@ -235,7 +235,7 @@ class Trace:
 
     def summary(self) -> dict:
         """Counts and facts about the run (what `grainlab info --json` prints)."""
-        from .summary import summarize
+        from .facts import summarize
         return summarize(self)
 
 

@@ -21,11 +21,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import depwait
-from . import schema as S
+from . import dependence_waits as depwait
+from .. import schema as S
 from .batches import Collected, file_batches, take
-from .sorting import lexsort
-from .summary import Facts
+from ..sorting import lexsort
+from .facts import Facts
 from .trace import open_trace, row_group_sizes, run_state
 from .validate import Checks
 

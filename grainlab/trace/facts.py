@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import schema as S
+from .. import schema as S
 from .batches import Collected, events_batch
-from .idindex import IdIndex
-from .sorting import argsort
+from ..idindex import IdIndex
+from ..sorting import argsort
 
 
 def summarize(trace) -> dict:

@@ -14,9 +14,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from . import schema as S
-from .errors import GrainlabError
-from .sorting import argsort
+from .. import schema as S
+from ..errors import GrainlabError
+from ..sorting import argsort
 
 _UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
@@ -70,7 +70,7 @@ def regions_of(parallel: dict, initial, origin: int, meta: dict) -> pd.DataFrame
         "team": parallel["count"][b][order].astype(np.int64),
         "nested": nested[order], "codeptr": codeptr[order]})
     df["duration_ns"] = df["end_ns"] - df["begin_ns"]
-    from .symbolize import symbolize_on_threads
+    from ..symbolize import symbolize_on_threads
     thread = parallel["thread"][b][order]
     df["location"] = symbolize_on_threads(df["codeptr"].to_numpy(np.uint64), thread, meta,
                                           np.full(len(df), "parallel", dtype=object)) \

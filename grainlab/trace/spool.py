@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import _paths
-from .errors import TraceError
+from .. import _paths
+from ..errors import TraceError
 
 SUFFIX = ".spool"
 # Say why we are waiting only when the wait is noticeable.

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import schema as S
-from .validate import thread_order
+from .. import schema as S
+from ..trace.validate import thread_order
 
 LOOP_COLUMNS = ["loop", "construct", "region", "encountering_task", "sequence",
                 "work", "iterations", "codeptr", "begin_ns", "end_ns", "threads",
@@ -45,7 +45,7 @@ def build_loops_and_chunks(trace):
 def _lineage_by_id(tasks, names):
     """task ids -> lineage strings (None: unknown task), made on demand for
     the tasks asked about (grainlab.identity), never for every task."""
-    from .idindex import IdIndex
+    from ..idindex import IdIndex
     index = IdIndex(tasks["id"].to_numpy())
 
     def lineage(ids):

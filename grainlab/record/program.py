@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import RecordError
+from ..errors import RecordError
 
 LLVM = "libomp"
 GNU = "libgomp"

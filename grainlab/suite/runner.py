@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _paths
-from .errors import GrainlabError, UsageError
+from .. import _paths
+from ..errors import GrainlabError, UsageError
 
 SIZES = ("small", "medium", "large")
 

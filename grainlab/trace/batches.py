@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from . import schema as S
-from .errors import TraceError
-from .idindex import IdIndex
+from .. import schema as S
+from ..errors import TraceError
+from ..idindex import IdIndex
 
 # Rows per streamed batch, at most (a bigger row group is read in slices of
 # this size): ~6 MB of the fixed columns. Two collector buffers of the default

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import schema as S
-from .sorting import argsort, lexsort
+from .. import schema as S
+from ..sorting import argsort, lexsort
 
 # Columns the fold reads.
 COLUMNS = ("event", "kind", "task", "other", "thread", "tsc", "value")

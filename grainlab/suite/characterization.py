@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import GrainlabError
+from ..errors import GrainlabError
 
 # Columns, in order; docs/characterize.md documents each.
 COLUMNS = [
@@ -115,7 +115,7 @@ def characterize(traces, *, keep_going: bool = False, progress=None) -> pd.DataF
     COLUMNS (+ `counter:<name>_median` when counters exist). keep_going: a
     trace that cannot be read is left out (its error told to `progress`)
     instead of stopping."""
-    from .analysis import Analysis, analyze
+    from ..analysis.analysis import Analysis, analyze
     items = []
     for t in traces if isinstance(traces, (list, tuple)) else [traces]:
         items.extend(trace_paths([t]) if isinstance(t, (str, Path)) else [t])

@@ -28,14 +28,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import GrainlabError
+from ..errors import GrainlabError
 
 FORMAT = 1
 TABLES = ("nodes", "edges", "grains", "contexts")
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
     return __version__
 
 
@@ -108,7 +108,7 @@ def names_table(names) -> pa.Table:
 
 
 def names_from_table(table: pa.Table):
-    from .identity import Names
+    from ..tables.identity import Names
     return Names(*(table.column(f).to_numpy() for f in _NAME_FIELDS))
 
 
@@ -145,7 +145,7 @@ def _window(doc):
 
 def open_saved(directory: Path, progress=None):
     from .analysis import Analysis
-    from .graph.model import GrainGraph
+    from ..graph.model import GrainGraph
     doc = _read_doc(directory)
     trace_path = doc["trace"]
     if not is_current(doc):

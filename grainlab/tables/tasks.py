@@ -22,11 +22,11 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from . import schema as S
-from .sorting import argsort, lexsort
+from .. import schema as S
+from ..sorting import argsort, lexsort
 from .identity import EXPLICIT as EXPLICIT_STEP, IMPLICIT as IMPLICIT_STEP
 from .identity import PARALLEL, ROOT, Names, materialise, string_column
-from .idindex import IdIndex
+from ..idindex import IdIndex
 
 KINDS = ["initial", "implicit", "explicit"]  # tasks()["kind"] categories
 INITIAL, IMPLICIT, EXPLICIT = 0, 1, 2

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import problems as P
-from .errors import GrainlabError
+from .. import problems as P
+from ..errors import GrainlabError
 
 DEFAULT_TOP = 10
 
@@ -54,7 +54,7 @@ class Analysis:
 
     def __init__(self, trace_or_path, *, reference=None, thresholds=None,
                  interval="median", region=None, window=None, progress=None):
-        from .trace import Trace
+        from ..trace.trace import Trace
         self._progress = progress or (lambda _msg: None)
         if isinstance(trace_or_path, Trace):
             self.__dict__["trace"] = trace_or_path
@@ -69,7 +69,7 @@ class Analysis:
         self.region = region
         self.window = None
         if window is not None:
-            from .regions import parse_window
+            from ..trace.regions import parse_window
             self.window = parse_window(window)     # a bad window fails before loading
 
     def __repr__(self):
@@ -80,7 +80,7 @@ class Analysis:
     def _loaded(self):
         """(trace, check): the trace read, its validation running on a thread
         (grainlab.trace.load_checking) while the graph is built."""
-        from .trace import load_checking
+        from ..trace.trace import load_checking
         self._progress(f"loading {self.path}")
         return load_checking(self.path)
 
@@ -105,7 +105,7 @@ class Analysis:
         sel = self.selection
         if sel is None:
             return g
-        from .graph.select import select
+        from ..graph.select import select
         self._progress("selecting " + sel["description"])
         return select(g, region_contexts=sel["contexts"], window=sel["window_trace_ns"])
 
@@ -116,7 +116,7 @@ class Analysis:
         trace's start), and the graph ids it stands for."""
         if self.region is None and self.window is None:
             return None
-        from .regions import choose_regions, describe_window, region_table, trace_origin
+        from ..trace.regions import choose_regions, describe_window, region_table, trace_origin
         t = self.trace
         origin = trace_origin(t)
         duration = int(t.events["time"].max()) - origin if len(t.events) else 0
@@ -153,7 +153,7 @@ class Analysis:
     def metrics(self) -> dict:
         """Graph-level metric values (the dict `grainlab.metrics.compute_all`
         returns); computing them adds every per-grain metric column to the graph."""
-        from .metrics import compute_all
+        from ..metrics import compute_all
         ref = self.reference
         return compute_all(self.graph, interval=self.interval, progress=self._progress,
                            reference=None if ref is None else ref.graph)
@@ -169,7 +169,7 @@ class Analysis:
     @cached_property
     def locations(self) -> pd.Series:
         """Source location of every grain (`file:line (function)`), index = grain id."""
-        from .symbolize import grain_locations
+        from ..symbolize import grain_locations
         g = self.graph
         self._progress("source locations")
         return pd.Series(grain_locations(g, g.meta).array, index=g.grains.index,
@@ -280,7 +280,7 @@ class Analysis:
         """Write the graph, its metric columns and the summary to `directory`
         (Parquet + JSON), keyed by the trace's content and grainlab's version:
         `grainlab.open(directory)` reads it back without rebuilding the graph."""
-        from . import saved
+        from . import store as saved
         return saved.save(self, Path(directory))
 
 
@@ -288,7 +288,7 @@ def open(directory, *, progress=None) -> Analysis:  # noqa: A001 (gl.open is the
     """Reopen an analysis saved with `Analysis.save`. If its trace has changed
     since (content key) or it was saved by another grainlab version, it is
     rebuilt from the trace, never trusted."""
-    from . import saved
+    from . import store as saved
     return saved.open_saved(Path(directory), progress=progress)
 
 
@@ -307,7 +307,7 @@ class Comparison:
     """
 
     def __init__(self, a: Analysis, b: Analysis, threshold: float):
-        from .metrics import time_decomposition, work_deviation
+        from ..metrics import time_decomposition, work_deviation
         self.a, self.b, self.threshold = a, b, threshold
         ga, gb = a.graph, b.graph
         self.info = work_deviation.compute(gb, ga)
@@ -343,7 +343,7 @@ class Comparison:
 
     @cached_property
     def locations(self) -> pd.DataFrame:
-        from .metrics import work_deviation
+        from ..metrics import work_deviation
         m = self.grains
         by = m.groupby("location", sort=False).agg(
             grains=("work_a_ns", "size"), work_a_ns=("work_a_ns", "sum"),
@@ -354,7 +354,7 @@ class Comparison:
 
     def report(self, top: int | None = DEFAULT_TOP) -> dict:
         """What `grainlab compare --json` prints; `top` None lists everything."""
-        from .metrics import work_deviation
+        from ..metrics import work_deviation
         info, a, b = self.info, self.a, self.b
         by = self.locations if top is None else self.locations.head(top)
         pg = self.per_grain

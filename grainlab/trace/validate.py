@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import schema as S
+from .. import schema as S
 from .batches import Collected, events_batch
-from .errors import TraceError
-from .idindex import IdIndex
-from .sorting import argsort, lexsort
+from ..errors import TraceError
+from ..idindex import IdIndex
+from ..sorting import argsort, lexsort
 
 # Columns the passes after the first read.
 SCHEDULE_COLUMNS = ["event", "thread", "tsc", "task", "other"]

@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .sorting import argsort
+from ..sorting import argsort
 
 ROOT, EXPLICIT, PARALLEL, IMPLICIT, WORKSHARE, TASKLOOP, FIRST, UNKNOWN = range(8)
 _PREFIX = ["", ".", ".p", ".p", ".w", ".t", "@", "?"]

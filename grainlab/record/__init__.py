@@ -1,0 +1,2 @@
+"""Launching a program under the collector: what the program is linked
+against (program)."""
