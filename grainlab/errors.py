@@ -29,3 +29,9 @@ class UsageError(GrainlabError):
 
 class BuildArtifactMissing(GrainlabError):
     """A native part of grainlab (collector library, example) has not been built."""
+
+
+def first_line(e: Exception) -> str:
+    """The first line of what a library said, for a one-line message."""
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]

@@ -81,14 +81,22 @@ def test_by_location_partitions_the_grains(fib2):
     assert abs(by["work_percent"].sum() - 100.0) < 1e-6
 
 
-def test_graph_is_built_once_and_keeps_its_metric_columns(tmp_path, fib2):
+def test_the_analysis_keeps_its_graph_and_the_trace_hands_out_fresh_ones(tmp_path, fib2):
+    """The Analysis owns the cached graph (the metrics add their columns to
+    it); Trace.graph() is a plain shortcut, built anew and never touched by
+    an analysis (issue 21)."""
     t = gl.load(fib2.path)
-    assert t.graph() is t.graph()
     a = gl.analyze(t)
-    assert a.trace is t and a.graph is t.graph()
-    a.metrics  # noqa: B018
-    assert "parallel_benefit" in t.graph().grains.columns
-    assert t.graph(creation_quantile=0.5) is not t.graph()   # options: built anew
+    assert a.trace is t and a.graph is a.graph
+    assert "parallel_benefit" not in a.graph.grains.columns
+    assert a.graph_with_metrics is a.graph and a.metrics["grains"] == len(a.graph.grains)
+    assert "parallel_benefit" in a.graph.grains.columns
+    fresh = t.graph()
+    assert fresh is not t.graph() and fresh is not a.graph
+    assert "parallel_benefit" not in fresh.grains.columns
+    assert fresh.grains.index.equals(a.graph.grains.index)
+    assert list(fresh.critical_path) == list(a.graph.critical_path)
+    assert t.graph(creation_quantile=0.5) is not fresh
 
 
 def test_compare_is_what_compare_json_prints(fib1, fib2):

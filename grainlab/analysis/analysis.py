@@ -10,13 +10,12 @@
     c = a.compare(gl.analyze("one-thread.parquet"))   # Comparison: work deviation
     a.save("fib.analysis")           # Parquet + JSON; gl.open("fib.analysis") reads it back
 
-Data flows one way: trace -> graph (`Trace.graph()`, cached) -> metrics
+Data flows one way: trace -> graph (built and kept here) -> metrics
 (`grainlab.metrics.compute_all`, once) -> source locations -> problems. Every
 view reads these results; none recomputes a metric its own way.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +25,7 @@ import pandas as pd
 
 from .. import problems as P
 from ..errors import GrainlabError
+from ..trace.file import trace_key
 
 DEFAULT_TOP = 10
 
@@ -56,11 +56,9 @@ class Analysis:
                  interval="median", region=None, window=None, progress=None):
         from ..trace.trace import Trace
         self._progress = progress or (lambda _msg: None)
-        if isinstance(trace_or_path, Trace):
-            self.__dict__["trace"] = trace_or_path
-            self.path = Path(trace_or_path.path)
-        else:
-            self.path = Path(trace_or_path)
+        given = isinstance(trace_or_path, Trace)
+        self._given_trace = trace_or_path if given else None
+        self.path = Path(trace_or_path.path if given else trace_or_path)
         self.thresholds = P.thresholds(flags=None) if thresholds is None else \
             {**P.default_thresholds(), **{k: P.parse_value(k, v, "thresholds")
                                           for k, v in thresholds.items()}}
@@ -71,6 +69,17 @@ class Analysis:
         if window is not None:
             from ..trace.regions import parse_window
             self.window = parse_window(window)     # a bad window fails before loading
+        self._saved = None
+
+    @classmethod
+    def from_saved(cls, parts, *, progress=None) -> "Analysis":
+        """The analysis a store kept (grainlab.analysis.store.Saved): its graph,
+        metrics, run facts and locations as they were saved; the trace is
+        read only if asked for."""
+        a = cls(parts.trace, thresholds=parts.thresholds, interval=parts.interval,
+                region=parts.region, window=parts.window, progress=progress)
+        a._saved = parts
+        return a
 
     def __repr__(self):
         return f"<grainlab.Analysis {self.path}>"
@@ -79,29 +88,44 @@ class Analysis:
     @cached_property
     def _loaded(self):
         """(trace, check): the trace read, its validation running on a thread
-        (grainlab.trace.load_checking) while the graph is built."""
+        (grainlab.trace.trace.load_checking) while the graph is built; a
+        given trace has no check."""
+        if self._given_trace is not None:
+            return self._given_trace, None
         from ..trace.trace import load_checking
         self._progress(f"loading {self.path}")
         return load_checking(self.path)
 
-    @cached_property
-    def trace(self):
+    def _checked(self):
+        """The trace once its validation is over (a damaged trace: its
+        TraceError here)."""
         trace, check = self._loaded
-        check.result()                  # a damaged trace: its TraceError here
+        if check is not None:
+            check.result()
         return trace
 
     @cached_property
-    def graph(self):
-        """The grain graph (`Trace.graph()`, or the chosen part of it: see
-        `selection`); the metric columns join its `grains` table when
-        `metrics` (or `grains`, a report...) is first used."""
-        if "trace" in self.__dict__:    # given, or already validated
-            trace, check = self.trace, None
-        else:
-            trace, check = self._loaded
+    def trace(self):
+        return self._checked()
+
+    @cached_property
+    def _whole_graph(self):
+        """The grain graph of the whole run, built while the trace is validated."""
+        trace, check = self._loaded
         self._progress(f"building the grain graph ({len(trace.events)} events)")
         g = _graph_while_checking(trace, check)
-        self.trace  # noqa: B018  (waits for the validation: its error wins)
+        self._checked()                 # the validation's error wins
+        return g
+
+    @cached_property
+    def graph(self):
+        """The grain graph (of the whole run, or the chosen part of it: see
+        `selection`), kept by this analysis; the metric columns join its
+        `grains` table when `metrics` (or `grains`, a report...) is first
+        used: `graph_with_metrics` is the graph with them."""
+        if self._saved is not None:
+            return self._saved.graph
+        g = self._whole_graph
         sel = self.selection
         if sel is None:
             return g
@@ -113,54 +137,40 @@ class Analysis:
     def selection(self) -> dict | None:
         """The part of the run analyzed (None: all of it): description,
         regions (numbers as `grainlab info` lists them), window_ns (from the
-        trace's start), and the graph ids it stands for."""
+        trace's start), and the graph ids it stands for (grainlab.analysis.selection)."""
         if self.region is None and self.window is None:
             return None
-        from ..trace.regions import choose_regions, describe_window, region_table, trace_origin
-        t = self.trace
-        origin = trace_origin(t)
-        duration = int(t.events["time"].max()) - origin if len(t.events) else 0
-        parts, out = [], {"regions": None, "window_ns": None, "contexts": None,
-                          "window_trace_ns": None}
-        if self.region is not None:
-            rows = choose_regions(region_table(t), self.region)
-            ids = set(rows["id"].tolist())
-            reg = t.regions()
-            names = set(reg.loc[reg["id"].isin(ids), "identity"].astype(str))
-            g = t.graph()
-            ctx = g.contexts
-            chosen = ctx.index.to_numpy()[ctx["region"].astype(str).isin(names).to_numpy()
-                                          & (ctx["kind"].astype(str) == "implicit").to_numpy()]
-            out["regions"] = [int(i) for i in rows.index]
-            out["contexts"] = chosen
-            where = rows["location"].iloc[0]
-            parts.append(f"region {out['regions'][0]} ({where})" if len(rows) == 1 else
-                         f"{len(rows)} regions at {self.region}")
-        if self.window is not None:
-            t0, t1 = self.window
-            t0 = 0 if t0 is None else t0
-            t1 = duration if t1 is None else t1
-            if t0 >= duration or t1 <= 0:
-                raise GrainlabError(f"the window {describe_window(t0, t1)} is outside the run "
-                                    f"(0 to {duration / 1e6:.3f} ms from its start)")
-            out["window_ns"] = [t0, t1]
-            out["window_trace_ns"] = (t0 + origin, t1 + origin)
-            parts.append("the window " + describe_window(t0, t1))
-        out["description"] = " in ".join(parts)
-        return out
+        from .selection import choose
+        return choose(self.trace, lambda: self._whole_graph, self.region, self.window)
 
     @cached_property
+    def _computed(self) -> tuple:
+        """(graph, metric values): `grainlab.metrics.compute_all` run once,
+        which adds every per-grain metric column to the graph."""
+        if self._saved is not None:
+            return self._saved.graph, self._saved.metrics
+        from ..metrics import compute_all
+        ref = self.reference
+        values = compute_all(self.graph, interval=self.interval, progress=self._progress,
+                             reference=None if ref is None else ref.graph)
+        return self.graph, values
+
+    @property
     def metrics(self) -> dict:
         """Graph-level metric values (the dict `grainlab.metrics.compute_all`
         returns); computing them adds every per-grain metric column to the graph."""
-        from ..metrics import compute_all
-        ref = self.reference
-        return compute_all(self.graph, interval=self.interval, progress=self._progress,
-                           reference=None if ref is None else ref.graph)
+        return self._computed[1]
+
+    @property
+    def graph_with_metrics(self):
+        """`graph`, with every per-grain metric column (computed on first use)."""
+        return self._computed[0]
 
     @cached_property
     def reference(self) -> "Analysis | None":
         ref = self._reference
+        if self._saved is not None:
+            return None
         if ref is None or isinstance(ref, Analysis):
             return ref
         return Analysis(ref, thresholds=self.thresholds, interval=self.interval,
@@ -169,6 +179,8 @@ class Analysis:
     @cached_property
     def locations(self) -> pd.Series:
         """Source location of every grain (`file:line (function)`), index = grain id."""
+        if self._saved is not None:
+            return self._saved.locations
         from ..symbolize import grain_locations
         g = self.graph
         self._progress("source locations")
@@ -183,8 +195,7 @@ class Analysis:
     @cached_property
     def grains(self) -> pd.DataFrame:
         """One row per grain: the graph's grain columns, every metric, `location`."""
-        self.metrics  # noqa: B018  (adds the metric columns)
-        gr = self.graph.grains
+        gr = self.graph_with_metrics.grains
         return gr.assign(location=self.locations.to_numpy(dtype=object)) if len(gr) else \
             gr.assign(location=pd.Series([], dtype=object))
 
@@ -192,6 +203,8 @@ class Analysis:
     def run(self) -> dict:
         """Facts about the run the report states: trace path, complete, problems
         (recoverable damage), program (its command line)."""
+        if self._saved is not None:
+            return self._saved.run
         t = self.trace
         sel = self.selection
         return {"trace": str(t.path), "complete": bool(t.complete),
@@ -206,8 +219,8 @@ class Analysis:
 
     # -- problems and locations ---------------------------------------------
     def _found(self, top) -> dict:
-        self.metrics  # noqa: B018  (adds the metric columns)
-        return P.evaluate(self.graph, self.resolved_thresholds, self.locations, top=top)
+        return P.evaluate(self.graph_with_metrics, self.resolved_thresholds, self.locations,
+                          top=top)
 
     def problems(self, top: int = DEFAULT_TOP) -> pd.DataFrame:
         """One row per problem metric (thesis §5.4.3): threshold, direction,
@@ -280,16 +293,24 @@ class Analysis:
         """Write the graph, its metric columns and the summary to `directory`
         (Parquet + JSON), keyed by the trace's content and grainlab's version:
         `grainlab.open(directory)` reads it back without rebuilding the graph."""
-        from . import store as saved
-        return saved.save(self, Path(directory))
+        from . import store
+        return store.save(self, Path(directory))
 
 
 def open(directory, *, progress=None) -> Analysis:  # noqa: A001 (gl.open is the API)
     """Reopen an analysis saved with `Analysis.save`. If its trace has changed
     since (content key) or it was saved by another grainlab version, it is
     rebuilt from the trace, never trusted."""
-    from . import store as saved
-    return saved.open_saved(Path(directory), progress=progress)
+    from . import store
+    directory = Path(directory)
+    parts = store.open_saved(directory)
+    if parts.current:
+        return Analysis.from_saved(parts, progress=progress)
+    a = Analysis(parts.trace, reference=parts.reference, thresholds=parts.thresholds,
+                 interval=parts.interval, region=parts.region, window=parts.window,
+                 progress=progress)
+    store.save(a, directory)
+    return a
 
 
 # ---------------------------------------------------------------------------
@@ -495,36 +516,22 @@ def jsonable(x):
 
 
 def _graph_while_checking(trace, check):
-    """trace.graph() while `check` (a Future of the trace's validation, or
-    None) runs: a failed validation stops the build at its next phase, and
-    is the error reported whatever the build made of the damaged events."""
+    """The trace's grain graph, built while `check` (a Future of the trace's
+    validation, or None) runs: a failed validation stops the build at its
+    next phase, and is the error reported whatever the build made of the
+    damaged events."""
+    from ..graph import build
     if check is None:
-        return trace.graph()
+        return build(trace)
 
     def failed():
         if check.done():
             check.result()
     try:
-        return trace.graph(checkpoint=failed)
+        return build(trace, checkpoint=failed)
     except Exception:
         check.result()
         raise
-
-
-def trace_key(path) -> str:
-    """A cheap content key of a trace file: its size and a hash of its Parquet
-    footer (row-group statistics and the run's metadata change with any
-    content change)."""
-    path = Path(path)
-    size = path.stat().st_size
-    with path.open("rb") as f:
-        f.seek(max(size - 8, 0))
-        tail = f.read(8)
-        footer_len = int.from_bytes(tail[:4], "little") if len(tail) == 8 else 0
-        start = max(size - 8 - footer_len, 0)
-        f.seek(start)
-        footer = f.read(size - start)
-    return f"{size}-{hashlib.sha256(footer).hexdigest()[:32]}"
 
 
 def _esc(s) -> str:

@@ -7,12 +7,13 @@ A saved analysis is a directory:
   nodes.parquet, edges.parquet, grains.parquet, contexts.parquet
                      the grain graph's tables with every metric column
   locations.parquet  the source location of every grain
-  names.parquet      the identity forest (grainlab.identity), and
+  names.parquet      the identity forest (grainlab.tables.identity), and
   identity.parquet   the node in it of every grain then every context
 
-`open_saved` trusts it only when it was written by this grainlab version from
-a trace (and reference trace) whose content key is unchanged; otherwise the
-analysis is rebuilt from the trace (and re-saved), never trusted. A saved
+`open_saved` reads its parts (`gl.open` builds the Analysis from them). They
+are trusted only when written by this grainlab version from a trace (and
+reference trace) whose content key is unchanged; otherwise the analysis is
+rebuilt from the trace (and re-saved), never trusted. A saved
 analysis whose trace is gone is still opened: there is nothing to rebuild
 from, and nothing says it is stale.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +42,7 @@ def _version() -> str:
 
 
 def _key_of(path) -> str | None:
-    from .analysis import trace_key
+    from ..trace.file import trace_key
     try:
         return trace_key(path)
     except OSError:
@@ -143,20 +145,46 @@ def _window(doc):
     return None if w is None else tuple(w)
 
 
-def open_saved(directory: Path, progress=None):
-    from .analysis import Analysis
-    from ..graph.model import GrainGraph
+@dataclass
+class Saved:
+    """What a saved analysis holds, as plain parts: what it was made from
+    (trace, reference, thresholds, interval, region, window) and, when it can
+    be trusted (`current`), the graph with its metric columns, the metric
+    values, the run facts and the grains' locations (Analysis.from_saved)."""
+    trace: str
+    reference: str | None
+    thresholds: dict | None
+    interval: object
+    region: object
+    window: tuple | None
+    current: bool
+    graph: object = None
+    metrics: dict | None = None
+    run: dict | None = None
+    locations: pd.Series | None = None
+
+
+def open_saved(directory: Path) -> Saved:
+    """The parts of the analysis saved in `directory`; a stale one (`current`
+    False) has only what it was made from, to be rebuilt from its trace."""
     doc = _read_doc(directory)
-    trace_path = doc["trace"]
-    if not is_current(doc):
-        if not os.path.exists(trace_path):
+    parts = Saved(trace=doc["trace"], reference=doc.get("reference"),
+                  thresholds=doc.get("thresholds"), interval=doc.get("interval", "median"),
+                  region=doc.get("region"), window=_window(doc), current=is_current(doc))
+    if not parts.current:
+        if not os.path.exists(parts.trace):
             raise GrainlabError(f"{directory}: saved by another grainlab version and its "
-                                f"trace {trace_path} is gone: cannot rebuild it")
-        a = Analysis(trace_path, reference=doc.get("reference"),
-                     thresholds=doc.get("thresholds"), interval=doc.get("interval", "median"),
-                     region=doc.get("region"), window=_window(doc), progress=progress)
-        save(a, directory)
-        return a
+                                f"trace {parts.trace} is gone: cannot rebuild it")
+        return parts
+    g, locations = _read_graph(directory, doc)
+    parts.graph, parts.metrics, parts.run = g, doc["metrics"], doc["run"]
+    parts.locations = pd.Series(locations.astype(object), index=g.grains.index, name="location")
+    return parts
+
+
+def _read_graph(directory: Path, doc: dict):
+    """The saved grain graph (with its metric columns) and the grains' locations."""
+    from ..graph.model import GrainGraph
     try:
         tables = {name: pq.read_table(directory / f"{name}.parquet").to_pandas()
                   for name in TABLES}
@@ -177,12 +205,4 @@ def open_saved(directory: Path, progress=None):
     g.critical_grains = np.asarray(gd["critical_grains"], np.int64)
     g.span = int(gd["span"])
     g.topological_order_source = gd["topological_order_source"]
-    a = Analysis(trace_path, thresholds=doc.get("thresholds"),
-                 interval=doc.get("interval", "median"), region=doc.get("region"),
-                 window=_window(doc), progress=progress)
-    a.__dict__.update({
-        "graph": g, "metrics": doc["metrics"], "run": doc["run"],
-        "locations": pd.Series(locations.astype(object), index=g.grains.index, name="location"),
-        "reference": None})
-    a._reference_path = doc.get("reference")
-    return a
+    return g, locations

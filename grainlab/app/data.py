@@ -20,8 +20,7 @@ class AppData:
         step = progress or (lambda _m: None)
         a = self.analysis = analysis
         self.comparison = comparison
-        g = a.graph
-        a.metrics  # noqa: B018  (metric columns)
+        g = a.graph_with_metrics
         self.summary = a.summary
         step("laying out the grain graph")
         self.n_grains = len(g.grains)

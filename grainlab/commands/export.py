@@ -68,7 +68,7 @@ def graph_for_export(a, metrics=True):
     g = a.graph
     g.grains["source"] = a.locations.to_numpy()   # before the metrics: column order as ever
     if metrics:
-        a.metrics  # noqa: B018  (adds the metric columns to the graph)
+        g = a.graph_with_metrics
     warn_incomplete(a)
     return g
 

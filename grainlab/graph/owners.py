@@ -50,7 +50,7 @@ class Owners:
 
 
 def find_owners(trace) -> Owners:
-    tasks, regions, names = _task_table(trace)
+    tasks, regions, names = trace.task_tables(lean=True)
     categories = list(tasks["kind"].cat.categories)
     code = tasks["kind"].cat.codes.to_numpy()
     explicit = code == categories.index("explicit")
@@ -90,17 +90,6 @@ def find_owners(trace) -> Owners:
         is_initial=is_initial, is_implicit=is_implicit, clip=clip,
         region_identity=lookup(regions["identity"].to_numpy(dtype=object), region_ids),
         region_node=lookup(regions["identity_node"].to_numpy(np.int64), region_ids))
-
-
-def _task_table(trace):
-    """(tasks, regions, names) of the trace; when the trace has not built its
-    task table yet, build it without caching it on the trace, so it is freed
-    once the graph has read what it needs (~0.16 GiB per 10^6 grains)."""
-    from ..trace.trace import Trace
-    if isinstance(trace, Trace) and "_task_table" not in vars(trace):
-        from ..tables.tasks import build_task_table
-        return build_task_table(trace, lineage=False, times=False)
-    return trace.tasks(), trace.regions(), trace.task_names()
 
 
 @dataclass

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from ..trace.validate import thread_order
+from ..sorting import argsort
 
 LOOP_COLUMNS = ["loop", "construct", "region", "encountering_task", "sequence",
                 "work", "iterations", "codeptr", "begin_ns", "end_ns", "threads",
@@ -40,6 +40,12 @@ def build_loops_and_chunks(trace):
     chunks = chunks.sort_values(["loop", "first"], kind="stable",
                                 na_position="last").reset_index(drop=True)
     return loops, chunks[CHUNK_COLUMNS + ["work"]]
+
+
+def thread_order(ev) -> np.ndarray:
+    """Row positions sorted by thread, each thread's rows in file order
+    (= that thread's time order: its row groups are written in order)."""
+    return argsort(ev["thread"].to_numpy())
 
 
 def _lineage_by_id(tasks, names):

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import schema as S
-from ..errors import TraceError
+from ..errors import TraceError, first_line
 from ..idindex import IdIndex
 
 # Rows per streamed batch, at most (a bigger row group is read in slices of
@@ -52,8 +52,7 @@ def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None)
                 batch = {name: piece.column(name).to_numpy()
                          for name in piece.schema.names if name in S.COLUMNS}
             except (pa.ArrowException, OSError, ValueError) as e:
-                from .trace import _first_line
-                raise TraceError(f"{path}: corrupt data ({_first_line(e)})") from None
+                raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
             n = piece.num_rows
             batch["pos"] = np.arange(offset, offset + n, dtype=np.int64)
             batch["rg"] = _row_groups(sizes, offset, n)

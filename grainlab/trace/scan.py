@@ -26,7 +26,7 @@ from .. import schema as S
 from .batches import Collected, file_batches, take
 from ..sorting import lexsort
 from .facts import Facts
-from .trace import open_trace, row_group_sizes, run_state
+from .file import open_trace, row_group_sizes, run_state
 from .validate import Checks
 
 

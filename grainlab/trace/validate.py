@@ -43,12 +43,6 @@ def validate(trace) -> None:
                     damaged=not trace.complete, path=trace.path)
 
 
-def thread_order(ev) -> np.ndarray:
-    """Row positions sorted by thread, each thread's rows in file order
-    (= that thread's time order: its row groups are written in order)."""
-    return argsort(ev["thread"].to_numpy())
-
-
 class Checks:
     """Every check, fed batches (`feed`, first pass), then `conclude`d."""
 
