@@ -325,7 +325,56 @@ def synthesize(shape: str, grains: int, threads: int = 2, seed: int = 0,
 def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     """Per-thread columns of a task program. Every row's place is computed
     from the block layout (root block start + offset inside it) and written
-    straight into one preallocated table: no sort, one copy of each column."""
+    straight into one preallocated table: no sort, one copy of each column.
+    Phases: where each row goes (_task_layout), the collector's ids
+    (_task_ids), the tasks' rows, each thread's prologue and epilogue, then
+    the times (_task_times)."""
+    lay = _task_layout(tree, P)
+    ids = _task_ids(tree, lay)
+    table = _Table(lay.total)
+    _task_rows(table, tree, lay, ids, timing)
+    marks, first_create = _producer_rows(table, lay, ids, timing)
+    wmarks = _worker_rows(table, lay, ids, timing)
+    time = _task_times(table, lay, timing, marks, wmarks, first_create)
+    per_thread = []
+    for k in range(P):
+        sl = slice(lay.tstart[k], lay.tstart[k] + lay.length[k])
+        d = {c: v[sl] for c, v in table.cols.items()}
+        d["time"] = time[sl]
+        per_thread.append(d)
+    return per_thread
+
+
+@dataclass
+class _TaskLayout:
+    """Where every row of a task program goes: each task's execution block
+    (`_subtree_layout`), the threads' prologue, root blocks and epilogue."""
+    P: int
+    n: int
+    has: np.ndarray              # explicit task created by a task (not the producer)
+    ndep: np.ndarray             # dependence rows after each task's creation
+    ntdep: np.ndarray            # task-dependence rows after it
+    rows_per_create: np.ndarray
+    counts: np.ndarray           # children
+    own: np.ndarray              # rows of the task itself
+    size: np.ndarray             # rows of its whole block
+    offset: np.ndarray           # its block inside its root's block
+    roots: np.ndarray            # depth-1 tasks (the producer's)
+    root_thread: np.ndarray
+    root_of: np.ndarray
+    rindex: np.ndarray           # root -> its number among the roots
+    sched_ctx: np.ndarray        # what a task switches from: -1 the implicit task
+    thread_of: np.ndarray
+    root_base: np.ndarray        # first row of each root's block
+    tstart: np.ndarray           # first row of each thread
+    length: np.ndarray           # rows of each thread
+    epi0: int                    # the producer's epilogue rows
+    epi_w: int                   # a worker's epilogue rows
+    total: int
+    waits: bool                  # the producer waits for its tasks (taskwait)
+
+
+def _task_layout(tree: Tree, P: int) -> _TaskLayout:
     n = len(tree.parent)
     parent = tree.parent
     has = parent >= 0
@@ -370,32 +419,58 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     tstart = np.concatenate([[0], np.cumsum(length)[:-1]])
     root_base = np.empty(R, np.int64)
     root_base[order] = tstart[th_in_order] + pro[th_in_order] + excl
-    total = int(length.sum())
+    return _TaskLayout(P=P, n=n, has=has, ndep=ndep, ntdep=ntdep,
+                       rows_per_create=rows_per_create, counts=counts, own=own, size=size,
+                       offset=offset, roots=roots, root_thread=root_thread, root_of=root_of,
+                       rindex=rindex, sched_ctx=sched_ctx, thread_of=thread_of,
+                       root_base=root_base, tstart=tstart, length=length, epi0=epi0,
+                       epi_w=epi_w, total=int(length.sum()), waits=waits)
 
+
+@dataclass
+class _TaskIds:
+    initial: int
+    region: int
+    implicit: np.ndarray         # per thread
+    task: np.ndarray             # per explicit task
+    site_code: np.ndarray        # codeptr of each task's creation site
+
+    def ctx(self, ctx, thr):
+        """Id of what a task switches from: its waiting parent, or the
+        thread's implicit task."""
+        return np.where(ctx >= 0, self.task[np.maximum(ctx, 0)], self.implicit[thr])
+
+
+def _task_ids(tree: Tree, lay: _TaskLayout) -> _TaskIds:
     ids = _Ids()
     initial_id = ids.take(0)[0]
     region_id = ids.take(0)[0]
-    implicit = np.empty(P, np.int64)
+    implicit = np.empty(lay.P, np.int64)
     implicit[0] = ids.take(0)[0]
-    for k in range(1, P):
+    for k in range(1, lay.P):
         implicit[k] = ids.take(k)[0]
-    creator = np.where(has, thread_of[np.maximum(parent, 0)], 0)
-    task_id = np.empty(n, np.int64)
+    creator = np.where(lay.has, lay.thread_of[np.maximum(tree.parent, 0)], 0)
+    task_id = np.empty(lay.n, np.int64)
     for k in np.unique(creator):                # at most one pass per thread
         sel = np.flatnonzero(creator == k)
         task_id[sel] = ids.take(int(k), len(sel))
-    site_code = CODE_BASE + 0x1000 + 0x40 * tree.site
+    return _TaskIds(initial=initial_id, region=region_id, implicit=implicit, task=task_id,
+                    site_code=CODE_BASE + 0x1000 + 0x40 * tree.site)
 
-    def ctx_id(ctx, thr):
-        return np.where(ctx >= 0, task_id[np.maximum(ctx, 0)], implicit[thr])
 
-    cols = {"event": np.zeros(total, np.uint8), "task": np.zeros(total, np.uint64),
-            "other": np.zeros(total, np.uint64), "value": np.zeros(total, np.uint64),
-            "count": np.zeros(total, np.uint64), "kind": np.zeros(total, np.uint32),
-            "flags": np.zeros(total, np.uint8), "codeptr": np.zeros(total, np.uint64)}
-    gap = np.zeros(total, np.int64)
+class _Table:
+    """The trace's rows, preallocated: `put` writes rows at given positions,
+    `gap` is the time from each row to the next on its thread."""
 
-    def put(pos, event, task=0, other=0, value=0, count=0, kind=0, codeptr=0, g=0):
+    def __init__(self, total: int):
+        self.cols = {"event": np.zeros(total, np.uint8), "task": np.zeros(total, np.uint64),
+                     "other": np.zeros(total, np.uint64), "value": np.zeros(total, np.uint64),
+                     "count": np.zeros(total, np.uint64), "kind": np.zeros(total, np.uint32),
+                     "flags": np.zeros(total, np.uint8), "codeptr": np.zeros(total, np.uint64)}
+        self.gap = np.zeros(total, np.int64)
+
+    def put(self, pos, event, task=0, other=0, value=0, count=0, kind=0, codeptr=0, g=0):
+        cols = self.cols
         cols["event"][pos] = event
         cols["task"][pos] = task
         cols["other"][pos] = other
@@ -403,12 +478,22 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
         cols["count"][pos] = count
         cols["kind"][pos] = kind
         cols["codeptr"][pos] = codeptr
-        gap[pos] = g
+        self.gap[pos] = g
 
-    base = root_base[rindex[root_of]] if n else np.empty(0, np.int64)   # block start of each task's root
-    at = base + offset
-    put(at, S.TASK_SCHEDULE, task_id, ctx_id(sched_ctx, thread_of), kind=S.STATUS_SWITCH, g=tree.work)
-    kids = np.flatnonzero(has)
+    def one(self, pos, *a, **k):
+        self.put(np.array([pos]), *a, **k)
+
+
+def _task_rows(table: _Table, tree: Tree, lay: _TaskLayout, ids: _TaskIds, timing: Timing):
+    """Every explicit task's rows: switched to, its creations (with their
+    dependences), its taskwait, switched away from at its completion."""
+    put, parent, task_id = table.put, tree.parent, ids.task
+    ndep, ntdep, rows_per_create = lay.ndep, lay.ntdep, lay.rows_per_create
+    base = lay.root_base[lay.rindex[lay.root_of]] if lay.n else np.empty(0, np.int64)
+    at = base + lay.offset                      # each task's first row
+    put(at, S.TASK_SCHEDULE, task_id, ids.ctx(lay.sched_ctx, lay.thread_of),
+        kind=S.STATUS_SWITCH, g=tree.work)
+    kids = np.flatnonzero(lay.has)
     p = parent[kids]
     cstart = np.cumsum(rows_per_create[kids]) - rows_per_create[kids]
     gs = np.ones(len(kids), bool)
@@ -419,7 +504,7 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     last_child[:-1] = p[1:] != p[:-1]
     cgap = np.where(last_child & ~tree.waits[p], timing.create_ns + tree.last[p], timing.create_ns)
     put(cpos, S.TASK_CREATE, task_id[kids], task_id[p], value=(ndep[kids] > 0).astype(np.int64),
-        kind=S.TASK_EXPLICIT, codeptr=site_code[kids],
+        kind=S.TASK_EXPLICIT, codeptr=ids.site_code[kids],
         g=np.where(rows_per_create[kids] > 1, 0, cgap))
     if len(tree.dep_task):
         dt = tree.dep_task
@@ -435,35 +520,41 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
         ci = np.searchsorted(kids, ts)
         put(cpos[ci] + 1 + ndep[ts] + k_in, S.TASK_DEPENDENCE, task_id[ts], task_id[tsrc],
             g=np.where(k_in == ntdep[ts] - 1, cgap[ci], 0))
-    crows = np.bincount(p, weights=rows_per_create[kids], minlength=n).astype(np.int64)
-    wt = np.flatnonzero(tree.waits & (counts > 0))
-    put(at[wt] + 1 + crows[wt], S.SYNC_BEGIN, task_id[wt], region_id, kind=S.SYNC_TASKWAIT,
+    crows = np.bincount(p, weights=rows_per_create[kids], minlength=lay.n).astype(np.int64)
+    wt = np.flatnonzero(tree.waits & (lay.counts > 0))
+    put(at[wt] + 1 + crows[wt], S.SYNC_BEGIN, task_id[wt], ids.region, kind=S.SYNC_TASKWAIT,
         g=timing.schedule_ns)
-    put(at[wt] + size[wt] - 2, S.SYNC_END, task_id[wt], region_id, kind=S.SYNC_TASKWAIT, g=tree.last[wt])
-    out = np.where(tree.waits, at + size - 1, at + own - 1)
-    put(out, S.TASK_SCHEDULE, ctx_id(sched_ctx, thread_of), task_id, kind=S.STATUS_COMPLETE,
-        g=timing.schedule_ns)
-    del at, out, cpos, base
+    put(at[wt] + lay.size[wt] - 2, S.SYNC_END, task_id[wt], ids.region, kind=S.SYNC_TASKWAIT,
+        g=tree.last[wt])
+    out = np.where(tree.waits, at + lay.size - 1, at + lay.own - 1)
+    put(out, S.TASK_SCHEDULE, ids.ctx(lay.sched_ctx, lay.thread_of), task_id,
+        kind=S.STATUS_COMPLETE, g=timing.schedule_ns)
 
-    # prologues and epilogues (a handful of rows per thread)
+
+def _producer_rows(table: _Table, lay: _TaskLayout, ids: _TaskIds, timing: Timing):
+    """Thread 0's prologue (the initial task, the region, the `single` whose
+    winner creates the roots) and epilogue: (row of each mark, first creation)."""
+    one, P, region_id, initial_id = table.one, lay.P, ids.region, ids.initial
     code = CODE_BASE + 0x800
-    t0 = tstart[0]
-    one = lambda pos, *a, **k: put(np.array([pos]), *a, **k)  # noqa: E731
+    t0 = lay.tstart[0]
+    roots = lay.roots
+    R = len(roots)
     one(t0 + 0, S.THREAD_BEGIN, kind=S.THREAD_INITIAL, g=2000)
     one(t0 + 1, S.IMPLICIT_BEGIN, initial_id, value=1, count=1, kind=S.TASK_INITIAL, g=timing.serial_ns)
     one(t0 + 2, S.PARALLEL_BEGIN, initial_id, region_id, count=P, kind=PARALLEL_FLAGS, codeptr=code, g=1000)
-    one(t0 + 3, S.IMPLICIT_BEGIN, implicit[0], region_id, value=0, count=P, kind=S.TASK_IMPLICIT, g=200)
-    one(t0 + 4, S.WORK_BEGIN, implicit[0], region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR,
+    one(t0 + 3, S.IMPLICIT_BEGIN, ids.implicit[0], region_id, value=0, count=P, kind=S.TASK_IMPLICIT,
+        g=200)
+    one(t0 + 4, S.WORK_BEGIN, ids.implicit[0], region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR,
         codeptr=code + 0x10, g=timing.producer_ns)
     first_create = t0 + 5
-    put(first_create + np.arange(R), S.TASK_CREATE, task_id[roots], implicit[0], kind=S.TASK_EXPLICIT,
-        codeptr=site_code[roots], g=timing.create_ns)
+    table.put(first_create + np.arange(R), S.TASK_CREATE, ids.task[roots], ids.implicit[0],
+              kind=S.TASK_EXPLICIT, codeptr=ids.site_code[roots], g=timing.create_ns)
     q = t0 + 5 + R
-    imp0 = implicit[0]
+    imp0 = ids.implicit[0]
     marks = {}
-    if waits:
+    e = lay.tstart[0] + lay.length[0] - lay.epi0
+    if lay.waits:
         one(q, S.SYNC_BEGIN, imp0, region_id, kind=S.SYNC_TASKWAIT, g=timing.schedule_ns)
-        e = tstart[0] + length[0] - epi0
         seq = [("tw_end", S.SYNC_END, S.SYNC_TASKWAIT, timing.last_ns),
                ("work_end", S.WORK_END, S.WORK_SINGLE_EXECUTOR, 100),
                ("b8", S.SYNC_BEGIN, WORKSHARE_BARRIER, timing.schedule_ns),
@@ -474,7 +565,6 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
         one(q, S.WORK_END, imp0, region_id, count=1, kind=S.WORK_SINGLE_EXECUTOR, g=100)
         one(q + 1, S.SYNC_BEGIN, imp0, region_id, kind=REGION_BARRIER, g=timing.schedule_ns)
         marks["b9"] = q + 1
-        e = tstart[0] + length[0] - epi0
         seq = [("e9", S.SYNC_END, REGION_BARRIER, 100)]
     for name, ev, kind, g in seq:
         extra = {"count": 1} if ev == S.WORK_END else {}
@@ -486,21 +576,29 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     marks["pe"] = e + 1
     one(e + 2, S.IMPLICIT_END, initial_id, value=1, count=1, kind=S.TASK_INITIAL, g=50)
     one(e + 3, S.THREAD_END, g=0)
+    return marks, first_create
+
+
+def _worker_rows(table: _Table, lay: _TaskLayout, ids: _TaskIds, timing: Timing) -> list:
+    """Each worker's prologue (the `single` it loses) and epilogue (the
+    barriers): the rows of its barrier marks, one dict per worker."""
+    one, P, region_id = table.one, lay.P, ids.region
+    code = CODE_BASE + 0x800
     wmarks = []
-    bkind = WORKSHARE_BARRIER if waits else REGION_BARRIER
+    bkind = WORKSHARE_BARRIER if lay.waits else REGION_BARRIER
     for k in range(1, P):
-        s0 = tstart[k]
-        impk = implicit[k]
+        s0 = lay.tstart[k]
+        impk = ids.implicit[k]
         one(s0, S.THREAD_BEGIN, kind=S.THREAD_WORKER, g=2000)
         one(s0 + 1, S.IMPLICIT_BEGIN, impk, region_id, value=k, count=P, kind=S.TASK_IMPLICIT, g=300)
         one(s0 + 2, S.WORK_BEGIN, impk, region_id, count=1, kind=S.WORK_SINGLE_OTHER,
             codeptr=code + 0x10, g=60)
         one(s0 + 3, S.WORK_END, impk, region_id, count=1, kind=S.WORK_SINGLE_OTHER, g=200)
         one(s0 + 4, S.SYNC_BEGIN, impk, region_id, kind=bkind, g=timing.schedule_ns)
-        e = s0 + length[k] - epi_w
+        e = s0 + lay.length[k] - lay.epi_w
         m = {"wb": s0 + 4, "we": e}
         one(e, S.SYNC_END, impk, region_id, kind=bkind, g=200)
-        if waits:
+        if lay.waits:
             one(e + 1, S.SYNC_BEGIN, impk, region_id, kind=REGION_BARRIER, g=timing.schedule_ns)
             one(e + 2, S.SYNC_END, impk, region_id, kind=REGION_BARRIER, g=100)
             m["w9b"], m["w9e"] = e + 1, e + 2
@@ -510,12 +608,20 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
         one(e + 1, S.IMPLICIT_END, impk, value=k, count=P, kind=S.TASK_IMPLICIT, g=300)
         one(e + 2, S.THREAD_END, g=0)
         wmarks.append(m)
+    return wmarks
 
-    # times: per thread t_i = max(t_{i-1} + gap_{i-1}, nb_i), constraints added in
-    # causal order (creations -> thieves -> taskwait/barriers -> region end)
+
+def _task_times(table: _Table, lay: _TaskLayout, timing: Timing, marks: dict, wmarks: list,
+                first_create: int) -> np.ndarray:
+    """Every row's time: per thread t_i = max(t_{i-1} + gap_{i-1}, nb_i), the
+    lower bounds nb added in causal order (creations -> thieves ->
+    taskwait/barriers -> region end), each thread solved again when its
+    bounds change."""
+    P, tstart, length, gap = lay.P, lay.tstart, lay.length, table.gap
+    R = len(lay.roots)
     nb = {k: {} for k in range(P)}
     nb[0][tstart[0]] = 0
-    time = np.zeros(total, np.int64)
+    time = np.zeros(lay.total, np.int64)
 
     def solve(k):
         sl = slice(tstart[k], tstart[k] + length[k])
@@ -529,16 +635,16 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     par_begin = int(time[tstart[0] + 2])
     for k in range(1, P):
         nb[k][tstart[k]] = par_begin + timing.startup_ns * k
-        theirs = np.flatnonzero(root_thread == k)
-        for pos, v in zip(root_base[theirs].tolist(), root_start_time_nb[theirs].tolist()):
+        theirs = np.flatnonzero(lay.root_thread == k)
+        for pos, v in zip(lay.root_base[theirs].tolist(), root_start_time_nb[theirs].tolist()):
             nb[k][pos] = v
         solve(k)
     done = NEG
     if R:
-        worker_roots = np.flatnonzero(root_thread != 0)
+        worker_roots = np.flatnonzero(lay.root_thread != 0)
         if len(worker_roots):
-            done = int(time[root_base[worker_roots] + root_size[worker_roots] - 1].max())
-    if waits:
+            done = int(time[lay.root_base[worker_roots] + lay.size[lay.roots][worker_roots] - 1].max())
+    if lay.waits:
         nb[0][marks["tw_end"]] = done + timing.sync_ns
         solve(0)
         release8 = max([int(time[marks["b8"]])] + [int(time[m["wb"]]) for m in wmarks]) + timing.sync_ns
@@ -557,13 +663,7 @@ def _task_trace(tree: Tree, P: int, timing: Timing, rng):
     for k, m in enumerate(wmarks, start=1):
         nb[k][m["w9e"]] = par_end + timing.late_ns + 100 * k
         solve(k)
-    per_thread = []
-    for k in range(P):
-        sl = slice(tstart[k], tstart[k] + length[k])
-        d = {c: v[sl] for c, v in cols.items()}
-        d["time"] = time[sl]
-        per_thread.append(d)
-    return per_thread
+    return time
 
 
 def _times_sparse(gap, nb_pos, nb_val):
