@@ -272,6 +272,24 @@ class Analysis:
         """`report()` with the default top 10: what `grainlab analyze --json` prints."""
         return self.report(DEFAULT_TOP)
 
+    @property
+    def span_note(self) -> str | None:
+        """"N% of the span in grains" when that share is small (`span_note`)."""
+        return span_note(self.summary)
+
+    @cached_property
+    def parallelism_profiles(self) -> dict:
+        """Parallelism over time, DataFrames: "exposed" (one row per interval of
+        the instantaneous parallelism: start ns, optimistic and conservative
+        counts of grains at their earliest start) and "achieved" (grains
+        running, from the recorded times: time ns, running)."""
+        from ..metrics import instantaneous_parallelism as ip
+        g = self.graph_with_metrics
+        exposed = ip.kept_profile(g)
+        if exposed is None:             # a saved analysis: placed again
+            exposed = ip.ideal_profile(g, self.interval)
+        return {"exposed": exposed, "achieved": ip.achieved_profile(g)}
+
     def compare(self, other, *, threshold: float | None = None) -> "Comparison":
         """Work deviation of this run against `other`, the reference run
         (an Analysis, Trace or path; usually 1 thread), per grain and per location."""
@@ -468,6 +486,14 @@ def span_in_grains(report: dict) -> float:
 
 
 SPAN_IN_GRAINS_NOTED = 0.9
+
+
+def span_note(report: dict) -> str | None:
+    """"N% of the span in grains" when the critical path runs mostly outside
+    grains (under SPAN_IN_GRAINS_NOTED): a path through serial code and the
+    runtime says the grains are not the problem. None otherwise."""
+    share = span_in_grains(report)
+    return None if share >= SPAN_IN_GRAINS_NOTED else f"{100.0 * share:.0f}% of the span in grains"
 
 
 def path_time(g, split: dict) -> dict:

@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from .. import problems as P
-from ..metrics import instantaneous_parallelism as ip
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
 
@@ -42,9 +41,11 @@ class AppData:
         self.hover = self._hover_labels(g)
         self.edges = self._edges(g) if self.n_grains <= EDGE_LIMIT else None
         step("parallelism profiles")
-        self.ideal = downsample_steps(ip.ideal_profile(g, a.interval), "start",
+        profiles = a.parallelism_profiles
+        self.ideal = downsample_steps(profiles["exposed"], "start",
                                       ["optimistic", "conservative"])
-        self.achieved = downsample_steps(ip.achieved_profile(g), "time", ["running"])
+        self.achieved = downsample_steps(profiles["achieved"], "time", ["running"])
+        self.span_note = a.span_note
         self.cores = int(self.summary["cores_used"])
         threads = sorted(set(seg["thread"].tolist()) - {-1})
         self.thread_rows = {t: i for i, t in enumerate(threads)}
@@ -94,26 +95,11 @@ class AppData:
         return labels
 
     def _edges(self, g) -> pd.DataFrame:
-        """Creation edges (fork -> child's start) and synchronization edges
-        (grain's end -> its join), for small graphs."""
-        nodes = g.nodes
-        typ = nodes["type"].astype(str).to_numpy()
-        fork = typ == "fork"
-        child = nodes["child"].to_numpy(np.int64)[fork]
-        owner = nodes["grain"].to_numpy(np.int64)[fork]
-        ok = (child >= 0) & (child < self.n_total) & (owner >= 0)
-        gstart = np.r_[g.grains["start"].to_numpy(np.int64), g.contexts["start"].to_numpy(np.int64)]
-        create = pd.DataFrame({"p0": self.x[owner[ok]], "p1": self.x[child[ok]],
-                               "t0": nodes["start"].to_numpy(np.int64)[fork][ok],
-                               "t1": gstart[child[ok]]})
-        join = g.grains["join"].to_numpy(np.int64)
-        ids = np.flatnonzero(join >= 0)
-        jowner = nodes["grain"].to_numpy(np.int64)[join[ids]] if len(ids) else ids
-        ok = jowner >= 0
-        sync = pd.DataFrame({"p0": self.x[ids[ok]], "p1": self.x[jowner[ok]],
-                             "t0": g.grains["end"].to_numpy(np.int64)[ids[ok]],
-                             "t1": nodes["start"].to_numpy(np.int64)[join[ids[ok]]]})
-        out = pd.concat([create, sync], ignore_index=True)
+        """Creation and synchronization edges (GrainGraph.grain_edges) at the
+        grains' positions, for small graphs."""
+        e = g.grain_edges()
+        out = pd.DataFrame({"p0": self.x[e["src"].to_numpy()], "p1": self.x[e["dst"].to_numpy()],
+                            "t0": e["t0"].to_numpy(), "t1": e["t1"].to_numpy()})
         out[["t0", "t1"]] -= self.origin
         return out
 

@@ -9,7 +9,7 @@ import argparse
 import json
 
 from .. import problems as P
-from ..analysis.analysis import SPAN_IN_GRAINS_NOTED, Analysis, span_in_grains
+from ..analysis.analysis import Analysis, span_note
 from ..metrics import instantaneous_parallelism as ip
 from ._output import Progress, fmt_ns, warn_incomplete
 
@@ -162,5 +162,5 @@ def render(r: dict) -> str:
 def _path_share(r: dict) -> str:
     """How much of the span is in grains, when not nearly all of it: a path
     through serial code and the runtime says the grains are not the problem."""
-    share = span_in_grains(r)
-    return "" if share >= SPAN_IN_GRAINS_NOTED else f"; {100.0 * share:.0f}% of the span in grains"
+    note = span_note(r)
+    return "" if note is None else f"; {note}"

@@ -35,6 +35,9 @@ class GrainGraph:
         self.critical_grains = np.empty(0, dtype=np.int64)
         self.span = 0
         self.topological_order_source = ""
+        # parallelism over time at the earliest starts, one row per interval:
+        # kept by grainlab.metrics.instantaneous_parallelism.compute
+        self.ideal_profile = None
 
     def __repr__(self):
         return (f"<GrainGraph grains={len(self.grains)} nodes={len(self.nodes)} "
@@ -55,6 +58,30 @@ class GrainGraph:
     def parallelism(self) -> float:
         """Exposed parallelism: total work / span."""
         return float(self.work / self.span) if self.span > 0 else float("nan")
+
+    def grain_edges(self) -> pd.DataFrame:
+        """The edges between grains (and contexts), from `edges`: creation
+        (the creating grain -> the created one, from the fork's start to the
+        child's first node's start), in fork order, then synchronization (a
+        grain -> the grain or context whose join waits for it, from the
+        grain's end to the join's start), by grain. A join shared by a team
+        (grain -1) is no one's. Columns src, dst (grain/context ids), t0, t1 (ns)."""
+        nodes, e = self.nodes, self.edges
+        owner = nodes["grain"].to_numpy(np.int64)
+        start, end = nodes["start"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
+        src, dst = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
+        typ = e["type"].astype(str).to_numpy()
+        known = (owner[src] >= 0) & (owner[dst] >= 0)
+        create = np.flatnonzero((typ == "creation") & known)
+        create = create[np.argsort(src[create], kind="stable")]
+        sync = np.flatnonzero((typ == "synchronization") & known
+                              & (owner[src] < len(self.grains)))
+        sync = sync[np.argsort(owner[src[sync]], kind="stable")]
+        return pd.DataFrame({
+            "src": np.r_[owner[src[create]], owner[src[sync]]],
+            "dst": np.r_[owner[dst[create]], owner[dst[sync]]],
+            "t0": np.r_[start[src[create]], end[src[sync]]],
+            "t1": np.r_[start[dst[create]], start[dst[sync]]]})
 
     # -- identities --------------------------------------------------------
     def identity_nodes(self) -> np.ndarray | None:

@@ -116,7 +116,18 @@ def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -
     gr[COLUMN_CONSERVATIVE] = _grain_min(cons_counts, lo, hi, owner, n)
     info["ideal_mean"] = float(opt_counts.mean())
     info["ideal_min"] = int(opt_counts.min())
+    g.ideal_profile = _profile(origin, length, opt_counts, cons_counts)
     return info
+
+
+def kept_profile(g) -> pd.DataFrame | None:
+    """The ideal profile `compute` kept on the graph (None before it ran)."""
+    return getattr(g, "ideal_profile", None)
+
+
+def _profile(origin, length, opt, cons) -> pd.DataFrame:
+    return pd.DataFrame({"start": origin + np.arange(len(opt), dtype=np.int64) * length,
+                         "optimistic": opt, "conservative": cons})
 
 
 def ideal_profile(g, interval="median", max_intervals: int = MAX_INTERVALS) -> pd.DataFrame:
@@ -126,8 +137,7 @@ def ideal_profile(g, interval="median", max_intervals: int = MAX_INTERVALS) -> p
     start, end = start - origin, end - origin
     length, k, _ = _choose_length(g, grain, start, end, interval, max_intervals)
     opt, cons, *_ = _counts(grain, start, end, length, k)
-    return pd.DataFrame({"start": origin + np.arange(k, dtype=np.int64) * length,
-                         "optimistic": opt, "conservative": cons})
+    return _profile(origin, length, opt, cons)
 
 
 def _choose_length(g, grain, start, end, interval, max_intervals):

@@ -1,0 +1,77 @@
+"""The graph and threads figures, drawn once per state and kept: a recent
+few, shared by Flask's request threads (under a lock)."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from .data import LOCATION_VIEW, NO_PROBLEM, AppData
+from .figures import classes, segment_figure
+
+KEEP = 32
+
+
+class FigureCache:
+    def __init__(self, data: AppData):
+        self.data = data
+        self._figures: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, state: dict, which: str):
+        """(figure dict, level of detail, problem grains) of the "graph" or
+        "threads" view in `state`; on the graph, the selected grain marked."""
+        problem, threshold = state["problem"], state["threshold"]
+        zoom = state["zoom"] if which == "graph" else state["tzoom"]
+        key = (which, problem, threshold,
+               state.get("location") if problem == LOCATION_VIEW else None,
+               tuple(zoom) if zoom else None)
+        with self._lock:
+            found = self._figures.get(key)
+            if found is not None:
+                self._figures.move_to_end(key)
+        if found is None:
+            # drawn outside the lock: two threads may draw the same figure
+            # at once, and both get it (the second one is kept)
+            found = self._draw(state, which, zoom)
+            with self._lock:
+                self._figures[key] = found
+                while len(self._figures) > KEEP:
+                    self._figures.popitem(last=False)
+        fig, level, count = found
+        gid = state.get("grain")
+        if gid is not None and which == "graph":
+            fig = _with_selection(fig, self.data, gid)
+        return fig, level, count
+
+    def _draw(self, state: dict, which: str, zoom):
+        data, problem = self.data, state["problem"]
+        sev, count = data.severity(problem, state["threshold"], state.get("location"))
+        cls = classes(data.n_grains, data.n_total, sev, show_all=(problem == NO_PROBLEM))
+        if which == "graph":
+            fig, level = segment_figure(
+                data.segments, "x", cls, data.critical, vertical=True, window=zoom,
+                edges=data.edges, hover_labels=data.hover,
+                title="Grain graph: time flows down, children beside their parent",
+                pos_title="task tree (pre-order: a task's children to its right)")
+        else:
+            seg = data.segments[data.segments["row"] >= 0]
+            fig, level = segment_figure(
+                seg, "row", cls, data.critical, vertical=False, window=zoom,
+                hover_labels=data.hover, title="Threads: grains as they ran",
+                pos_title="thread")
+            fig.update_yaxes(tickvals=list(data.thread_rows.values()),
+                             ticktext=[f"thread {t}" for t in data.thread_rows])
+        return fig.to_dict(), level, count
+
+
+def _with_selection(fig: dict, data: AppData, gid: int) -> dict:
+    seg = data.segments
+    own = seg[seg["owner"].to_numpy() == gid]
+    if not len(own):
+        return fig
+    y = float(own["start"].min()) / 1e6
+    marker = {"type": "scattergl", "x": [float(data.x[gid])], "y": [y], "mode": "markers",
+              "marker": {"symbol": "star", "size": 16, "color": "#08519c",
+                         "line": {"color": "white", "width": 1}},
+              "name": f"selected #{gid}", "hoverinfo": "skip", "customdata": [gid]}
+    return {**fig, "data": [*fig["data"], marker]}

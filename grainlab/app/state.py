@@ -1,0 +1,182 @@
+"""The view state, and the URL that holds it: which view, which problem at
+which threshold, the selected grain and location, the zoom of the graph and
+threads views. One callback owns it (`register`): the URL and the controls
+in, the URL out, so a link shows what its sender saw."""
+from __future__ import annotations
+
+import math
+from urllib.parse import parse_qs, urlencode
+
+from dash import Input, Output, State, ctx, no_update
+from dash.exceptions import PreventUpdate
+
+from .data import LOCATION_VIEW, NO_PROBLEM, AppData
+
+VIEWS = [("graph", "Grain graph"), ("locations", "Source locations"),
+         ("parallelism", "Parallelism"), ("threads", "Threads")]
+PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load balance",
+                  "work_deviation": "Work deviation", "instantaneous_parallelism":
+                  "Instantaneous parallelism", "scatter": "Scatter",
+                  "memory_hierarchy_utilization": "Memory-hierarchy utilization",
+                  LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
+DEFAULT = {"view": "graph", "problem": "parallel_benefit", "threshold": None, "grain": None,
+           "location": None, "zoom": None, "tzoom": None}
+
+
+def parse_state(search: str | None, data: AppData) -> dict:
+    """View state from a URL query string; anything unknown or malformed falls
+    back to the default (a link never breaks the page)."""
+    q = {k: v[-1] for k, v in parse_qs((search or "").lstrip("?")).items()}
+    s = dict(DEFAULT)
+    views = {v for v, _ in VIEWS} | ({"compare"} if data.comparison is not None else set())
+    if q.get("view") in views:
+        s["view"] = q["view"]
+    choices = problem_choices(data)
+    s["problem"] = q.get("problem") if q.get("problem") in choices else default_problem(data)
+    s["threshold"] = _number(q.get("threshold"))
+    g = _number(q.get("grain"))
+    s["grain"] = int(g) if g is not None and 0 <= g < data.n_grains else None
+    s["location"] = q.get("location") or None
+    for key in ("zoom", "tzoom"):
+        parts = [_number(p) for p in (q.get(key) or "").split(",")]
+        s[key] = parts if len(parts) == 4 and None not in parts else None
+    return s
+
+
+def format_state(s: dict) -> str:
+    q = {}
+    for k, v in s.items():
+        if v is None or v == DEFAULT.get(k):
+            continue
+        q[k] = ",".join(f"{p:.6g}" for p in v) if isinstance(v, list) else v
+    return "?" + urlencode(q) if q else ""
+
+
+def _number(text):
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def problem_choices(data: AppData) -> list:
+    return [*data.problems, LOCATION_VIEW, NO_PROBLEM]
+
+
+def default_problem(data: AppData) -> str:
+    return "parallel_benefit" if "parallel_benefit" in data.problems else NO_PROBLEM
+
+
+def current(state, search, data: AppData) -> dict:
+    """A copy of the view state to change; an action made before the page's
+    first state came back applies to the URL's."""
+    return dict(state) if state is not None else parse_state(search, data)
+
+
+# What a change of state writes: the state, the URL and the three controls.
+OUTPUTS = ("state", "data"), ("url", "search"), ("view", "value"), ("problem", "value"), \
+    ("threshold", "value")
+
+
+def register(app, data: AppData):
+    """The callback that owns the view state: the URL, the tabs, the problem
+    and threshold controls, clicks and zooms on the graph and threads views."""
+    @app.callback(
+        *[Output(*o) for o in OUTPUTS],
+        Input("url", "search"), Input("view", "value"), Input("problem", "value"),
+        Input("threshold", "value"),
+        Input("graph-fig", "clickData"), Input("threads-fig", "clickData"),
+        Input("graph-fig", "relayoutData"), Input("threads-fig", "relayoutData"),
+        State("state", "data"))
+    def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout, state):
+        trig = ctx.triggered_id
+        if trig in (None, "url"):
+            st = parse_state(search, data)
+            th = st["threshold"] if st["threshold"] is not None else \
+                data.default_threshold(st["problem"])
+            return st, no_update, st["view"], st["problem"], th
+        st = current(state, search, data)
+        th_out = no_update
+        if trig == "view":
+            st["view"] = view
+        elif trig == "problem":
+            st["problem"], st["threshold"] = problem, None
+            th_out = data.default_threshold(problem)
+        elif trig == "threshold":
+            default = data.default_threshold(st["problem"])
+            st["threshold"] = None if threshold is None or threshold == default else threshold
+        else:
+            _on_figures(st, data, set(ctx.triggered_prop_ids),
+                        (("graph-fig", gclick, grelayout, "zoom"),
+                         ("threads-fig", tclick, trelayout, "tzoom")))
+        if st == state and th_out is no_update:
+            # Nothing changed (the figures' first autosize, a click on empty
+            # space): write nothing, so that a stale copy of the state (each
+            # call reads it as it was when the call was sent) cannot
+            # overwrite a newer change made meanwhile.
+            raise PreventUpdate
+        return st, format_state(st), no_update, no_update, th_out
+
+
+def _on_figures(st: dict, data: AppData, fired: set, figures):
+    """A click (a grain selected, or an overview cell expanded) or a zoom on
+    the graph or threads figure, into the state."""
+    for fig, click, relayout, key in figures:
+        if f"{fig}.clickData" in fired and click:
+            gid = _clicked_grain(click, data)
+            if gid is not None:
+                st["grain"] = gid
+            else:   # a cell of the binned overview: expand it
+                st[key] = _expand(click, st.get(key), data, vertical=(key == "zoom"))
+        if f"{fig}.relayoutData" in fired and relayout:
+            st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
+
+
+def _clicked_grain(click, data: AppData):
+    try:
+        cd = click["points"][0].get("customdata")
+    except (KeyError, IndexError, TypeError):
+        return None
+    if isinstance(cd, list):
+        cd = cd[0] if cd else None
+    try:
+        gid = int(cd)
+    except (TypeError, ValueError):
+        return None
+    return gid if 0 <= gid < data.n_grains else None
+
+
+def _expand(click, old, data: AppData, vertical: bool):
+    """Zoom on an overview cell that was clicked: an eighth of the current
+    window (or of the whole graph) around it, so repeated clicks reach the
+    level where every grain is drawn."""
+    try:
+        pt = click["points"][0]
+        x, y = float(pt["x"]), float(pt["y"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return old
+    p, t = (x, y) if vertical else (y, x)
+    seg = data.segments
+    if old:
+        pw, tw = (old[1] - old[0]) / 8, (old[3] - old[2]) / 8
+    else:
+        col = "x" if vertical else "row"
+        pw = (float(seg[col].max()) - float(seg[col].min()) + 1) / 8 if len(seg) else 1.0
+        tw = (float(seg["end"].max()) / 1e6) / 8 if len(seg) else 1.0
+    pw, tw = max(pw, 2.0), max(tw, 1e-4)
+    return [p - pw, p + pw, max(t - tw, 0.0), t + tw]
+
+
+def _zoom(relayout: dict, old, vertical: bool):
+    if relayout.get("xaxis.autorange") or relayout.get("autosize"):
+        return None if relayout.get("xaxis.autorange") else old
+    try:
+        x0, x1 = float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
+        y0, y1 = float(relayout["yaxis.range[0]"]), float(relayout["yaxis.range[1]"])
+    except (KeyError, TypeError, ValueError):
+        return old
+    lo_y, hi_y = sorted((y0, y1))
+    lo_x, hi_x = sorted((x0, x1))
+    # stored as (position range, time range in ms)
+    return [lo_x, hi_x, lo_y, hi_y] if vertical else [lo_y, hi_y, lo_x, hi_x]
