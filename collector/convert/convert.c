@@ -316,6 +316,382 @@ static void format_clock(char *buf, size_t len, const gl_spool_header *h, uint64
            h->start_monotonic_ns, h->start_realtime_ns);
 }
 
+/* ------------------------------------------------------------ converting */
+
+/* One conversion: what the spool's header says, and what reading it found.
+ * The phases below (header, output, records, metadata) share it. */
+typedef struct conversion {
+  gl_spool_header h;
+  kvlist meta, trailer;
+  size_t row_bytes, block_bytes; /* a row with its counters; a block header */
+  uint64_t off;                  /* where the next record starts */
+  uint64_t rows, groups, lost, bad_blocks, first_bad_at;
+  uint64_t last_tsc, last_mono; /* the latest clock pair seen */
+  uint32_t threads_seen;
+  unsigned char seen[65536]; /* threads seen */
+  event_counts counts;
+  int have_trailer;
+  const char *damage, *first_bad; /* why reading stopped; the first block left out */
+  /* The command lines of every image of the run: an exec'd image continues
+   * the spool with a header of its own (grainlab_spool.h). */
+  char *images;
+  size_t images_len, images_cap;
+  unsigned segments;
+  /* A block's payload and its decoded rows, one pair per job in flight. */
+  unsigned char *bufs[2], *rows_bufs[2];
+  size_t buf_caps[2], rows_caps[2];
+  gl_codec_state codec;
+} conversion;
+
+static void read_header(conversion *c) {
+  gl_spool_header *h = &c->h;
+  if (read_at(h, sizeof *h, 0) < sizeof *h || memcmp(h->magic, GL_SPOOL_MAGIC, 8) != 0)
+    die(file_size == 0 ? "empty file (the run ended before the collector started)"
+                       : "not a grainlab spool (no spool header)");
+  if (h->version != 1 && h->version != GL_SPOOL_VERSION)
+    die("spool format version %u (this converter reads versions 1 to %u)", h->version,
+        GL_SPOOL_VERSION);
+  if (h->event_bytes != sizeof(gl_event_t))
+    die("events of %u bytes, this converter reads %zu", h->event_bytes, sizeof(gl_event_t));
+  if (h->ncounters > GL_MAX_COUNTERS) die("%u counters (at most %d)", h->ncounters,
+                                         GL_MAX_COUNTERS);
+  if (h->header_bytes < sizeof *h || h->header_bytes > file_size ||
+      h->header_bytes - sizeof *h > MAX_KV_BYTES)
+    die("truncated header");
+  size_t kvlen = h->header_bytes - sizeof *h;
+  char *kvbuf = malloc(kvlen ? kvlen : 1);
+  if (!kvbuf) die("out of memory");
+  if (read_at(kvbuf, kvlen, sizeof *h) < kvlen || kv_parse(kvbuf, kvlen, h->nkv, &c->meta) != 0)
+    die("corrupt header metadata");
+  free(kvbuf);
+  /* Version 1 block headers are shorter and always raw. */
+  c->row_bytes = sizeof(gl_event_t) + h->ncounters * sizeof(int64_t);
+  c->block_bytes = h->version >= 2 ? sizeof(gl_spool_block) : GL_SPOOL_BLOCK_V1_BYTES;
+  c->off = h->header_bytes;
+}
+
+/* The temporary file beside OUT, and the writer on it. */
+static void open_output(conversion *c) {
+  /* Counter names: '\n'-separated. */
+  const char *names_text = kv_get(&c->meta, "grainlab.spool.counter_names");
+  char *names_copy = strdup(names_text ? names_text : "");
+  const char *names[GL_MAX_COUNTERS];
+  uint32_t nnames = 0;
+  for (char *save = 0, *tok = strtok_r(names_copy, "\n", &save); tok && nnames < GL_MAX_COUNTERS;
+       tok = strtok_r(0, "\n", &save))
+    names[nnames++] = tok;
+  if (nnames != c->h.ncounters) die("header names %u counters but declares %u", nnames,
+                                   c->h.ncounters);
+  /* A name of our own beside the output (same file system, so the final
+   * rename is atomic), never an existing file: a reader never sees half a
+   * trace, and nothing that grainlab did not create is overwritten. */
+  const char *slash = strrchr(out_path, '/');
+  int dirlen = slash ? (int)(slash - out_path + 1) : 0;
+  struct stat st;
+  for (unsigned k = 0;; k++) {
+    if (snprintf(tmp_path, sizeof tmp_path, "%.*s.%s.%ld.%u.grainlab-tmp", dirlen, out_path,
+                 out_path + dirlen, (long)getpid(), k) >= (int)sizeof tmp_path)
+      die("path too long: %s", out_path);
+    if (lstat(tmp_path, &st) != 0 && errno == ENOENT) break;
+    if (k > 1000) die("cannot find a free temporary name beside %s", out_path);
+  }
+  char err[1024] = "";
+  writer = gl_writer_open(tmp_path, (int)c->h.ncounters, names, err, sizeof err);
+  if (!writer) die("%s", err); /* die() unlinks the temporary file it may have made */
+  free(names_copy);            /* the schema made from them holds copies */
+}
+
+/* Each read_* below reads the record at c->off: 1 when reading goes on
+ * after it, 0 when it stops there (c->damage says why). */
+
+/* The header of an exec'd image: its command line and load map. */
+static int read_exec_header(conversion *c) {
+  gl_spool_header h2;
+  uint64_t off = c->off;
+  if (read_at(&h2, sizeof h2, off) < sizeof h2 || h2.header_bytes < sizeof h2 ||
+      h2.header_bytes - sizeof h2 > MAX_KV_BYTES || off + h2.header_bytes > file_size) {
+    c->damage = "the spool ends inside an exec'd image's header";
+    return 0;
+  }
+  if (h2.version != c->h.version || h2.event_bytes != c->h.event_bytes ||
+      h2.ncounters != c->h.ncounters) {
+    c->damage = "an exec'd image records other counters; its events are left out";
+    return 0;
+  }
+  size_t len2 = h2.header_bytes - sizeof h2;
+  char *kv2 = malloc(len2 ? len2 : 1);
+  kvlist seg = {0};
+  if (!kv2 || read_at(kv2, len2, off + sizeof h2) < len2 ||
+      kv_parse(kv2, len2, h2.nkv, &seg) != 0) {
+    free(kv2);
+    c->damage = "corrupt header of an exec'd image";
+    return 0;
+  }
+  free(kv2);
+  append_image(&c->images, &c->images_len, &c->images_cap, &seg, 1);
+  c->segments++;
+  c->off += h2.header_bytes;
+  return 1;
+}
+
+static int read_trailer(conversion *c, const unsigned char *head, size_t got) {
+  gl_spool_trailer t;
+  if (got < sizeof t) {
+    c->damage = "the spool ends inside the trailer";
+    return 0;
+  }
+  memcpy(&t, head, sizeof t);
+  if (t.kv_bytes > MAX_KV_BYTES || c->off + sizeof t + t.kv_bytes > file_size) {
+    c->damage = "the spool ends inside the trailer";
+    return 0;
+  }
+  char *tb = malloc(t.kv_bytes ? t.kv_bytes : 1);
+  if (!tb) die("out of memory");
+  if (read_at(tb, t.kv_bytes, c->off + sizeof t) < t.kv_bytes ||
+      kv_parse(tb, t.kv_bytes, t.nkv, &c->trailer) != 0) {
+    free(tb);
+    c->damage = "corrupt trailer";
+    return 0;
+  }
+  free(tb);
+  c->have_trailer = 1;
+  if (t.monotonic_ns > c->last_mono) c->last_tsc = t.tsc, c->last_mono = t.monotonic_ns;
+  c->off += sizeof t + t.kv_bytes;
+  return 1;
+}
+
+/* Decode a compact block into buffer k's rows, as the columns the writer
+ * takes: the 64-bit ones (counters too), then the narrower, all aligned.
+ * Returns why it cannot be read, or NULL. */
+static const char *decode_block(conversion *c, unsigned k, const gl_spool_block *b,
+                                size_t need, gl_event_columns *cols) {
+  uint64_t raw_bytes = (uint64_t)b->nevents * c->row_bytes;
+  if (gl_codec_check(b, c->bufs[k], need) != b->check)
+    return "a block fails its check (damaged on disk?)";
+  if (!c->rows_bufs[k] || raw_bytes > c->rows_caps[k]) {
+    free(c->rows_bufs[k]);
+    c->rows_caps[k] = raw_bytes ? (size_t)raw_bytes : 1;
+    c->rows_bufs[k] = malloc(c->rows_caps[k]);
+    if (!c->rows_bufs[k]) die("out of memory for a block of %u events", b->nevents);
+  }
+  size_t n = b->nevents;
+  uint32_t nc = c->h.ncounters;
+  uint64_t *wide = (uint64_t *)c->rows_bufs[k];
+  *cols = (gl_event_columns){
+      .tsc = wide, .task = wide + n, .other = wide + 2 * n, .codeptr = wide + 3 * n,
+      .value = wide + 4 * n, .count = wide + 5 * n,
+      .counters = nc ? (int64_t *)(wide + 6 * n) : 0,
+      .kind = (uint32_t *)(wide + (6 + nc) * n)};
+  cols->cpu = (uint16_t *)(cols->kind + n);
+  cols->event = (uint8_t *)(cols->cpu + n);
+  cols->flags = cols->event + n;
+  const char *why = 0;
+  if (gl_codec_decode_columns(&c->codec, c->bufs[k], need, b->nevents, nc, cols, &why) != 0)
+    return why;
+  return 0;
+}
+
+/* A block that cannot be read is left out, its rows counted as lost;
+ * reading goes on if the next record starts where this block says it
+ * ends, else stops here. */
+static int skip_bad_block(conversion *c, const gl_spool_block *b, size_t need, const char *bad) {
+  c->lost += b->nevents;
+  uint64_t next = c->off + c->block_bytes + need;
+  unsigned char peek[8];
+  uint32_t m = 0;
+  size_t pg = read_at(peek, sizeof peek, next);
+  if (pg >= 4) memcpy(&m, peek, 4);
+  if (next == file_size || m == GL_SPOOL_BLOCK_MAGIC || m == GL_SPOOL_TRAILER_MAGIC ||
+      (pg == 8 && memcmp(peek, GL_SPOOL_MAGIC, 8) == 0)) {
+    if (!c->bad_blocks++) c->first_bad = bad, c->first_bad_at = c->off;
+    c->off = next;
+    return 1;
+  }
+  c->damage = bad;
+  return 0;
+}
+
+/* Hand a block's rows (raw) or columns (decoded) to the writer thread. */
+static void submit_block(conversion *c, const gl_spool_block *b, const unsigned char *rows_at,
+                         const gl_event_columns *cols) {
+  if (b->nevents && rows_at) {
+    const gl_event_t *ev = (const gl_event_t *)rows_at;
+    for (uint32_t i = 0; i < b->nevents; i++) count_event(&c->counts, ev[i].event, ev[i].kind);
+    const int64_t *ctr = c->h.ncounters
+                             ? (const int64_t *)(rows_at + (size_t)b->nevents * sizeof(gl_event_t))
+                             : 0;
+    pipeline_submit((job){.thread = b->thread, .n = b->nevents, .ev = ev, .ctr = ctr});
+  } else if (b->nevents) {
+    for (uint32_t i = 0; i < b->nevents; i++)
+      count_event(&c->counts, cols->event[i], cols->kind[i]);
+    pipeline_submit((job){.thread = b->thread, .n = b->nevents, .cols = *cols});
+  }
+  c->rows += b->nevents;
+  c->groups += b->nevents > 0;
+  if (!c->seen[b->thread]) c->seen[b->thread] = 1, c->threads_seen++;
+  if (b->monotonic_ns > c->last_mono) c->last_tsc = b->tsc, c->last_mono = b->monotonic_ns;
+}
+
+static int read_block(conversion *c, const unsigned char *head, size_t got) {
+  if (got < c->block_bytes) {
+    c->damage = "the spool ends inside a block header";
+    return 0;
+  }
+  gl_spool_block b;
+  memset(&b, 0, sizeof b);
+  memcpy(&b, head, c->block_bytes);
+  uint64_t raw_bytes = (uint64_t)b.nevents * c->row_bytes;
+  if (c->h.version < 2) b.encoding = GL_SPOOL_RAW, b.payload_bytes = raw_bytes;
+  if (b.magic != GL_SPOOL_BLOCK_MAGIC || b.ncounters != c->h.ncounters ||
+      b.nevents > MAX_BLOCK_EVENTS || b.thread > 65535 ||
+      (b.encoding != GL_SPOOL_RAW && b.encoding != GL_SPOOL_COMPACT) ||
+      b.payload_bytes > raw_bytes) {
+    c->damage = "unreadable data where a block should start";
+    return 0;
+  }
+  size_t need = (size_t)b.payload_bytes;
+  if (c->off + c->block_bytes + need > file_size) {
+    c->lost += b.nevents;
+    c->damage = "the last block is cut short";
+    return 0;
+  }
+  unsigned k = pipeline_next_buffer();
+  if (need > c->buf_caps[k]) {
+    free(c->bufs[k]);
+    c->buf_caps[k] = need;
+    c->bufs[k] = malloc(need);
+    if (!c->bufs[k]) die("out of memory for a block of %u events", b.nevents);
+  }
+  if (read_at(c->bufs[k], need, c->off + c->block_bytes) < need) {
+    c->lost += b.nevents;
+    c->damage = "the last block is cut short";
+    return 0;
+  }
+  const unsigned char *rows_at = c->bufs[k]; /* a raw block's rows; NULL: cols */
+  gl_event_columns cols;
+  const char *bad = 0;
+  if (b.encoding == GL_SPOOL_RAW) {
+    if (need != raw_bytes) bad = "a raw block of the wrong size";
+  } else {
+    bad = decode_block(c, k, &b, need, &cols);
+    rows_at = 0;
+  }
+  if (bad) return skip_bad_block(c, &b, need, bad);
+  submit_block(c, &b, rows_at, &cols);
+  c->off += c->block_bytes + need;
+  return 1;
+}
+
+/* Every record after the header, in order: blocks, exec'd images' headers,
+ * the trailer wherever it is; blocks written by the writer thread. */
+static void read_records(conversion *c) {
+  c->images_cap = 4096;
+  c->segments = 1;
+  c->images = malloc(c->images_cap);
+  if (!c->images) die("out of memory");
+  c->images_len = (size_t)snprintf(c->images, c->images_cap, "[");
+  append_image(&c->images, &c->images_len, &c->images_cap, &c->meta, 0);
+  pipeline_start();
+  while (c->off < file_size) {
+    unsigned char head[sizeof(gl_spool_block)];
+    size_t got = read_at(head, sizeof head, c->off);
+    uint32_t magic = 0;
+    if (got >= sizeof magic) memcpy(&magic, head, sizeof magic);
+    int more = got >= 8 && memcmp(head, GL_SPOOL_MAGIC, 8) == 0 ? read_exec_header(c)
+               : magic == GL_SPOOL_TRAILER_MAGIC               ? read_trailer(c, head, got)
+                                                               : read_block(c, head, got);
+    if (!more) break;
+  }
+  pipeline_wait(0); /* every block written (or die) */
+  pipeline_stop();
+  for (unsigned k = 0; k < 2; k++) free(c->rows_bufs[k]), free(c->bufs[k]);
+}
+
+/* grainlab.images, when the run exec'd: the last image's load map is the
+ * fresh one its end record carries. */
+static void finish_images(conversion *c) {
+  if (c->segments > 1) {
+    const char *last_map = kv_get(&c->trailer, "grainlab.loadmap");
+    if (last_map) {
+      c->images_len = images_map_at;
+      c->images[c->images_len] = '\0';
+      append_json(&c->images, &c->images_len, &c->images_cap, last_map);
+      append_json(&c->images, &c->images_len, &c->images_cap, "}");
+    }
+    append_json(&c->images, &c->images_len, &c->images_cap, "]");
+    kv_set(&c->meta, "grainlab.images", c->images);
+  }
+  free(c->images);
+}
+
+/* grainlab.spool_damage: where reading stopped, and the blocks left out. */
+static void note_damage(conversion *c) {
+  char text[512];
+  snprintf(text, sizeof text, "%" PRIu64, c->lost);
+  kv_set(&c->meta, "grainlab.lost_events", text);
+  size_t used = 0;
+  text[0] = '\0';
+  if (c->damage)
+    used = (size_t)snprintf(text, sizeof text, "%s at byte %" PRIu64 " of %" PRIu64, c->damage,
+                            c->off, file_size);
+  if (c->bad_blocks && used < sizeof text)
+    snprintf(text + used, sizeof text - used,
+             "%s%" PRIu64 " damaged block%s left out (the first at byte %" PRIu64 " of %" PRIu64
+             ": %s)", c->damage ? "; " : "", c->bad_blocks, c->bad_blocks == 1 ? "" : "s",
+             c->first_bad_at, file_size, c->first_bad);
+  kv_set(&c->meta, "grainlab.spool_damage", text);
+  kv_set(&c->meta, "grainlab.complete", "false");
+}
+
+/* Metadata: header, then trailer on top, then what the spool as a whole says. */
+static void finish_metadata(conversion *c) {
+  kvlist *meta = &c->meta;
+  for (size_t i = 0; i < c->trailer.n; i++) kv_set(meta, c->trailer.key[i], c->trailer.value[i]);
+  char text[512];
+  if (!c->have_trailer) {
+    kv_set(meta, "grainlab.complete", "false");
+    kv_set(meta, "grainlab.end_reason", "killed: no shutdown record");
+    snprintf(text, sizeof text, "%u", c->threads_seen);
+    kv_set(meta, "grainlab.threads", text);
+  }
+  int calibrated;
+  format_clock(text, sizeof text, &c->h, c->last_tsc, c->last_mono, &calibrated);
+  (void)calibrated;
+  kv_set(meta, "grainlab.clock", text);
+  snprintf(text, sizeof text, "%" PRIu64, c->groups);
+  kv_set(meta, "grainlab.flushes", text);
+  snprintf(text, sizeof text,
+           "{\"events\": %" PRIu64 ", \"threads\": %u, \"task_creates\": %" PRIu64
+           ", \"chunk_events\": %" PRIu64 ", \"dependence_wait_creates\": %" PRIu64 "}",
+           c->rows, c->threads_seen, c->counts.task_creates, c->counts.chunk_events,
+           c->counts.wait_creates);
+  kv_set(meta, "grainlab.counts", text);
+  const char *dropped_text = kv_get(meta, "grainlab.dropped_events");
+  uint64_t dropped = dropped_text ? strtoull(dropped_text, 0, 10) : 0;
+  snprintf(text, sizeof text, "%" PRIu64, dropped + c->lost);
+  kv_set(meta, "grainlab.dropped_events", text);
+  if (c->damage || c->bad_blocks) note_damage(c);
+}
+
+/* Close the writer with the metadata (spool-only keys left out) and put
+ * the trace in place. */
+static void close_output(conversion *c) {
+  const char *keys[MAX_KV], *values[MAX_KV];
+  size_t nkv = 0;
+  for (size_t i = 0; i < c->meta.n; i++) {
+    if (strncmp(c->meta.key[i], "grainlab.spool.", 15) == 0) continue; /* spool-only */
+    keys[nkv] = c->meta.key[i];
+    values[nkv++] = c->meta.value[i];
+  }
+  char err[1024] = "";
+  gl_writer *w = writer;
+  writer = 0;
+  if (gl_writer_close(w, nkv, keys, values, err, sizeof err) != 0) die("%s", err);
+  if (rename(tmp_path, out_path) != 0) die("cannot rename %s to %s: %s", tmp_path, out_path,
+                                           strerror(errno));
+  tmp_path[0] = 0;
+}
+
 int main(int argc, char **argv) {
   long inherited = -1;
   int a = 1;
@@ -336,314 +712,13 @@ int main(int argc, char **argv) {
   if (fstat(rfd, &st) != 0) die("%s", strerror(errno));
   file_size = (uint64_t)st.st_size;
 
-  /* Header. */
-  gl_spool_header h;
-  if (read_at(&h, sizeof h, 0) < sizeof h || memcmp(h.magic, GL_SPOOL_MAGIC, 8) != 0)
-    die(file_size == 0 ? "empty file (the run ended before the collector started)"
-                       : "not a grainlab spool (no spool header)");
-  if (h.version != 1 && h.version != GL_SPOOL_VERSION)
-    die("spool format version %u (this converter reads versions 1 to %u)", h.version,
-        GL_SPOOL_VERSION);
-  if (h.event_bytes != sizeof(gl_event_t))
-    die("events of %u bytes, this converter reads %zu", h.event_bytes, sizeof(gl_event_t));
-  if (h.ncounters > GL_MAX_COUNTERS) die("%u counters (at most %d)", h.ncounters,
-                                        GL_MAX_COUNTERS);
-  if (h.header_bytes < sizeof h || h.header_bytes > file_size ||
-      h.header_bytes - sizeof h > MAX_KV_BYTES)
-    die("truncated header");
-  kvlist meta = {0};
-  size_t kvlen = h.header_bytes - sizeof h;
-  char *kvbuf = malloc(kvlen ? kvlen : 1);
-  if (!kvbuf) die("out of memory");
-  if (read_at(kvbuf, kvlen, sizeof h) < kvlen || kv_parse(kvbuf, kvlen, h.nkv, &meta) != 0)
-    die("corrupt header metadata");
-  free(kvbuf);
-
-  /* Counter names: '\n'-separated. */
-  const char *names_text = kv_get(&meta, "grainlab.spool.counter_names");
-  char *names_copy = strdup(names_text ? names_text : "");
-  const char *names[GL_MAX_COUNTERS];
-  uint32_t nnames = 0;
-  for (char *save = 0, *tok = strtok_r(names_copy, "\n", &save); tok && nnames < GL_MAX_COUNTERS;
-       tok = strtok_r(0, "\n", &save))
-    names[nnames++] = tok;
-  if (nnames != h.ncounters) die("header names %u counters but declares %u", nnames,
-                                h.ncounters);
-
-  /* A name of our own beside the output (same file system, so the final
-   * rename is atomic), never an existing file: a reader never sees half a
-   * trace, and nothing that grainlab did not create is overwritten. */
-  {
-    const char *slash = strrchr(out_path, '/');
-    int dirlen = slash ? (int)(slash - out_path + 1) : 0;
-    struct stat st;
-    for (unsigned k = 0;; k++) {
-      if (snprintf(tmp_path, sizeof tmp_path, "%.*s.%s.%ld.%u.grainlab-tmp", dirlen, out_path,
-                   out_path + dirlen, (long)getpid(), k) >= (int)sizeof tmp_path)
-        die("path too long: %s", out_path);
-      if (lstat(tmp_path, &st) != 0 && errno == ENOENT) break;
-      if (k > 1000) die("cannot find a free temporary name beside %s", out_path);
-    }
-  }
-  char err[1024] = "";
-  writer = gl_writer_open(tmp_path, (int)h.ncounters, names, err, sizeof err);
-  if (!writer) die("%s", err); /* die() unlinks the temporary file it may have made */
-
-  /* Blocks, and the trailer wherever it is. Version 1 block headers are
-   * shorter and always raw. */
-  size_t row_bytes = sizeof(gl_event_t) + h.ncounters * sizeof(int64_t);
-  size_t block_bytes = h.version >= 2 ? sizeof(gl_spool_block) : GL_SPOOL_BLOCK_V1_BYTES;
-  /* A block's payload and its decoded rows, one pair per job in flight. */
-  unsigned char *bufs[2] = {0, 0}, *rows_bufs[2] = {0, 0};
-  size_t buf_caps[2] = {0, 0}, rows_caps[2] = {0, 0};
-  static gl_codec_state codec;
-  uint64_t off = h.header_bytes, rows = 0, groups = 0, lost = 0;
-  uint64_t last_tsc = 0, last_mono = 0, bad_blocks = 0, first_bad_at = 0;
-  static unsigned char seen[65536];
-  uint32_t threads_seen = 0;
-  event_counts counts = {0};
-  int have_trailer = 0;
-  const char *damage = 0, *first_bad = 0; /* why reading stopped; the first block left out */
-  kvlist trailer = {0};
-  /* The command lines of every image of the run: an exec'd image continues
-   * the spool with a header of its own (grainlab_spool.h). */
-  size_t images_cap = 4096, images_len = 0;
-  unsigned segments = 1;
-  char *images = malloc(images_cap);
-  if (!images) die("out of memory");
-  images_len = (size_t)snprintf(images, images_cap, "[");
-  append_image(&images, &images_len, &images_cap, &meta, 0);
-  pipeline_start();
-  while (off < file_size) {
-    unsigned char head[sizeof(gl_spool_block)];
-    size_t got = read_at(head, sizeof head, off);
-    uint32_t magic = 0;
-    if (got >= sizeof magic) memcpy(&magic, head, sizeof magic);
-    if (got >= 8 && memcmp(head, GL_SPOOL_MAGIC, 8) == 0) { /* the header of an exec'd image */
-      gl_spool_header h2;
-      if (read_at(&h2, sizeof h2, off) < sizeof h2 || h2.header_bytes < sizeof h2 ||
-          h2.header_bytes - sizeof h2 > MAX_KV_BYTES || off + h2.header_bytes > file_size) {
-        damage = "the spool ends inside an exec'd image's header";
-        break;
-      }
-      if (h2.version != h.version || h2.event_bytes != h.event_bytes ||
-          h2.ncounters != h.ncounters) {
-        damage = "an exec'd image records other counters; its events are left out";
-        break;
-      }
-      size_t len2 = h2.header_bytes - sizeof h2;
-      char *kv2 = malloc(len2 ? len2 : 1);
-      kvlist seg = {0};
-      if (!kv2 || read_at(kv2, len2, off + sizeof h2) < len2 ||
-          kv_parse(kv2, len2, h2.nkv, &seg) != 0) {
-        free(kv2);
-        damage = "corrupt header of an exec'd image";
-        break;
-      }
-      free(kv2);
-      append_image(&images, &images_len, &images_cap, &seg, 1);
-      segments++;
-      off += h2.header_bytes;
-      continue;
-    }
-    if (magic == GL_SPOOL_TRAILER_MAGIC) {
-      gl_spool_trailer t;
-      if (got < sizeof t) {
-        damage = "the spool ends inside the trailer";
-        break;
-      }
-      memcpy(&t, head, sizeof t);
-      if (t.kv_bytes > MAX_KV_BYTES || off + sizeof t + t.kv_bytes > file_size) {
-        damage = "the spool ends inside the trailer";
-        break;
-      }
-      char *tb = malloc(t.kv_bytes ? t.kv_bytes : 1);
-      if (!tb) die("out of memory");
-      if (read_at(tb, t.kv_bytes, off + sizeof t) < t.kv_bytes ||
-          kv_parse(tb, t.kv_bytes, t.nkv, &trailer) != 0) {
-        free(tb);
-        damage = "corrupt trailer";
-        break;
-      }
-      free(tb);
-      have_trailer = 1;
-      if (t.monotonic_ns > last_mono) last_tsc = t.tsc, last_mono = t.monotonic_ns;
-      off += sizeof t + t.kv_bytes;
-      continue;
-    }
-    if (got < block_bytes) {
-      damage = "the spool ends inside a block header";
-      break;
-    }
-    gl_spool_block b;
-    memset(&b, 0, sizeof b);
-    memcpy(&b, head, block_bytes);
-    uint64_t raw_bytes = (uint64_t)b.nevents * row_bytes;
-    if (h.version < 2) b.encoding = GL_SPOOL_RAW, b.payload_bytes = raw_bytes;
-    if (b.magic != GL_SPOOL_BLOCK_MAGIC || b.ncounters != h.ncounters ||
-        b.nevents > MAX_BLOCK_EVENTS || b.thread > 65535 ||
-        (b.encoding != GL_SPOOL_RAW && b.encoding != GL_SPOOL_COMPACT) ||
-        b.payload_bytes > raw_bytes) {
-      damage = "unreadable data where a block should start";
-      break;
-    }
-    size_t need = (size_t)b.payload_bytes;
-    if (off + block_bytes + need > file_size) {
-      lost += b.nevents;
-      damage = "the last block is cut short";
-      break;
-    }
-    unsigned k = pipeline_next_buffer();
-    unsigned char *buf = bufs[k], *rows_buf = rows_bufs[k];
-    size_t buf_cap = buf_caps[k], rows_cap = rows_caps[k];
-    if (need > buf_cap) {
-      free(buf);
-      buf_cap = need;
-      bufs[k] = buf = malloc(buf_cap);
-      buf_caps[k] = buf_cap;
-      if (!buf) die("out of memory for a block of %u events", b.nevents);
-    }
-    if (read_at(buf, need, off + block_bytes) < need) {
-      lost += b.nevents;
-      damage = "the last block is cut short";
-      break;
-    }
-    const unsigned char *rows_at = buf; /* a raw block's rows; NULL: cols */
-    gl_event_columns cols;
-    const char *bad = 0;
-    if (b.encoding == GL_SPOOL_RAW) {
-      if (need != raw_bytes) bad = "a raw block of the wrong size";
-    } else if (gl_codec_check(&b, buf, need) != b.check) {
-      bad = "a block fails its check (damaged on disk?)";
-    } else {
-      if (!rows_buf || raw_bytes > rows_cap) {
-        free(rows_buf);
-        rows_cap = raw_bytes ? (size_t)raw_bytes : 1;
-        rows_bufs[k] = rows_buf = malloc(rows_cap);
-        rows_caps[k] = rows_cap;
-        if (!rows_buf) die("out of memory for a block of %u events", b.nevents);
-      }
-      /* Decoded straight into columns, as the writer takes them: the 64-bit
-       * ones (counters too), then the narrower, all aligned. */
-      size_t n = b.nevents;
-      uint64_t *wide = (uint64_t *)rows_buf;
-      cols = (gl_event_columns){
-          .tsc = wide, .task = wide + n, .other = wide + 2 * n, .codeptr = wide + 3 * n,
-          .value = wide + 4 * n, .count = wide + 5 * n,
-          .counters = h.ncounters ? (int64_t *)(wide + 6 * n) : 0,
-          .kind = (uint32_t *)(wide + (6 + h.ncounters) * n)};
-      cols.cpu = (uint16_t *)(cols.kind + n);
-      cols.event = (uint8_t *)(cols.cpu + n);
-      cols.flags = cols.event + n;
-      const char *why = 0;
-      if (gl_codec_decode_columns(&codec, buf, need, b.nevents, h.ncounters, &cols, &why) != 0)
-        bad = why;
-      rows_at = 0;
-    }
-    if (bad) {
-      /* Left out, its rows counted as lost; reading goes on if the next
-       * record starts where this block says it ends, else stops here. */
-      lost += b.nevents;
-      uint64_t next = off + block_bytes + need;
-      unsigned char peek[8];
-      uint32_t m = 0;
-      size_t pg = read_at(peek, sizeof peek, next);
-      if (pg >= 4) memcpy(&m, peek, 4);
-      if (next == file_size || m == GL_SPOOL_BLOCK_MAGIC || m == GL_SPOOL_TRAILER_MAGIC ||
-          (pg == 8 && memcmp(peek, GL_SPOOL_MAGIC, 8) == 0)) {
-        if (!bad_blocks++) first_bad = bad, first_bad_at = off;
-        off = next;
-        continue;
-      }
-      damage = bad;
-      break;
-    }
-    if (b.nevents && rows_at) {
-      const gl_event_t *ev = (const gl_event_t *)rows_at;
-      for (uint32_t i = 0; i < b.nevents; i++) count_event(&counts, ev[i].event, ev[i].kind);
-      const int64_t *ctr =
-          h.ncounters ? (const int64_t *)(rows_at + (size_t)b.nevents * sizeof(gl_event_t)) : 0;
-      pipeline_submit((job){.thread = b.thread, .n = b.nevents, .ev = ev, .ctr = ctr});
-    } else if (b.nevents) {
-      for (uint32_t i = 0; i < b.nevents; i++) count_event(&counts, cols.event[i], cols.kind[i]);
-      pipeline_submit((job){.thread = b.thread, .n = b.nevents, .cols = cols});
-    }
-    rows += b.nevents;
-    groups += b.nevents > 0;
-    if (!seen[b.thread]) seen[b.thread] = 1, threads_seen++;
-    if (b.monotonic_ns > last_mono) last_tsc = b.tsc, last_mono = b.monotonic_ns;
-    off += block_bytes + need;
-  }
-  pipeline_wait(0); /* every block written (or die) */
-  pipeline_stop();
-  for (unsigned k = 0; k < 2; k++) free(rows_bufs[k]), free(bufs[k]);
-
-  if (segments > 1) {
-    /* The last image's load map is the fresh one its end record carries. */
-    const char *last_map = kv_get(&trailer, "grainlab.loadmap");
-    if (last_map) {
-      images_len = images_map_at;
-      images[images_len] = '\0';
-      append_json(&images, &images_len, &images_cap, last_map);
-      append_json(&images, &images_len, &images_cap, "}");
-    }
-    append_json(&images, &images_len, &images_cap, "]");
-    kv_set(&meta, "grainlab.images", images);
-  }
-  free(images);
-
-  /* Metadata: header, then trailer on top, then what the spool as a whole says. */
-  for (size_t i = 0; i < trailer.n; i++) kv_set(&meta, trailer.key[i], trailer.value[i]);
-  char text[512];
-  if (!have_trailer) {
-    kv_set(&meta, "grainlab.complete", "false");
-    kv_set(&meta, "grainlab.end_reason", "killed: no shutdown record");
-    snprintf(text, sizeof text, "%u", threads_seen);
-    kv_set(&meta, "grainlab.threads", text);
-  }
-  int calibrated;
-  format_clock(text, sizeof text, &h, last_tsc, last_mono, &calibrated);
-  kv_set(&meta, "grainlab.clock", text);
-  snprintf(text, sizeof text, "%" PRIu64, groups);
-  kv_set(&meta, "grainlab.flushes", text);
-  snprintf(text, sizeof text,
-           "{\"events\": %" PRIu64 ", \"threads\": %u, \"task_creates\": %" PRIu64
-           ", \"chunk_events\": %" PRIu64 ", \"dependence_wait_creates\": %" PRIu64 "}",
-           rows, threads_seen, counts.task_creates, counts.chunk_events, counts.wait_creates);
-  kv_set(&meta, "grainlab.counts", text);
-  const char *dropped_text = kv_get(&meta, "grainlab.dropped_events");
-  uint64_t dropped = dropped_text ? strtoull(dropped_text, 0, 10) : 0;
-  snprintf(text, sizeof text, "%" PRIu64, dropped + lost);
-  kv_set(&meta, "grainlab.dropped_events", text);
-  if (damage || bad_blocks) {
-    snprintf(text, sizeof text, "%" PRIu64, lost);
-    kv_set(&meta, "grainlab.lost_events", text);
-    size_t used = 0;
-    text[0] = '\0';
-    if (damage)
-      used = (size_t)snprintf(text, sizeof text, "%s at byte %" PRIu64 " of %" PRIu64, damage,
-                              off, file_size);
-    if (bad_blocks && used < sizeof text)
-      snprintf(text + used, sizeof text - used,
-               "%s%" PRIu64 " damaged block%s left out (the first at byte %" PRIu64 " of %" PRIu64
-               ": %s)", damage ? "; " : "", bad_blocks, bad_blocks == 1 ? "" : "s",
-               first_bad_at, file_size, first_bad);
-    kv_set(&meta, "grainlab.spool_damage", text);
-    kv_set(&meta, "grainlab.complete", "false");
-  }
-  const char *keys[MAX_KV], *values[MAX_KV];
-  size_t nkv = 0;
-  for (size_t i = 0; i < meta.n; i++) {
-    if (strncmp(meta.key[i], "grainlab.spool.", 15) == 0) continue; /* spool-only */
-    keys[nkv] = meta.key[i];
-    values[nkv++] = meta.value[i];
-  }
-  gl_writer *w = writer;
-  writer = 0;
-  if (gl_writer_close(w, nkv, keys, values, err, sizeof err) != 0) die("%s", err);
-  if (rename(tmp_path, out_path) != 0) die("cannot rename %s to %s: %s", tmp_path, out_path,
-                                           strerror(errno));
-  tmp_path[0] = 0;
+  static conversion c; /* large (the threads seen), zeroed */
+  read_header(&c);
+  open_output(&c);
+  read_records(&c);
+  finish_images(&c);
+  finish_metadata(&c);
+  close_output(&c);
   /* Remove the spool only if the name still means the file we converted (a
    * new run may have replaced it meanwhile: it would then hold the lock, and
    * we would not have got here, but stay careful). */
@@ -651,8 +726,6 @@ int main(int argc, char **argv) {
   if (stat(spool_path, &now) == 0 && fstat(rfd, &ours) == 0 && now.st_dev == ours.st_dev &&
       now.st_ino == ours.st_ino)
     unlink(spool_path);
-  (void)rows;
-  (void)calibrated;
   close(rfd);
   close(lock_fd);
   return 0;
