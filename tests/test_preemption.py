@@ -138,6 +138,14 @@ def test_weigh_cpu_on_a_trace_without_cpu_time_is_one_line(cli):
         gl.analyze(trace, weigh="cycles")
 
 
+def test_record_cpu_time_adds_the_off_cpu_counter():
+    from grainlab.commands.record import check_counters
+    assert check_counters(None) is None
+    assert check_counters(None, cpu_time=True) == "off-cpu"
+    assert check_counters("task-clock", cpu_time=True) == "task-clock,off-cpu"
+    assert check_counters("OFF-CPU,task-clock", cpu_time=True) == "off-cpu,task-clock"
+
+
 # ---------------------------------------------------------------- real runs
 
 SPIN_ARGS = ("8", "10000000")     # 8 tasks of ~20 ms of CPU each here
@@ -202,6 +210,16 @@ def test_weighing_by_cpu_time_shortens_the_span(pinned):
     r = grainlab("analyze", "--json", "--weigh", "cpu", pinned)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["span_ns"] == cpu.summary["span_ns"]
+    r = grainlab("analyze", "--weigh", "cpu", pinned)
+    assert r.returncode == 0 and "weights      CPU time (--weigh cpu)" in r.stdout
+
+
+def test_a_saved_analysis_keeps_its_weights(pinned, tmp_path):
+    a = gl.analyze(pinned, weigh="cpu")
+    a.save(tmp_path / "saved")
+    again = gl.open(tmp_path / "saved")
+    assert again.weigh == "cpu" and again.summary["span_ns"] == a.summary["span_ns"]
+    assert again.summary["preemption"] == a.summary["preemption"]
 
 
 def test_one_cpu_per_thread_under_sched_fifo_is_not_flagged(tmp_path, example):
