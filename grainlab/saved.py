@@ -70,6 +70,7 @@ def save(a, directory: Path) -> Path:
         "interval": a.interval,
         "region": a.region if a.region is None else str(a.region),
         "window": None if a.window is None else list(a.window),
+        "weigh": a.weigh,
         "run": a.run,
         "graph": {"critical_path": g.critical_path.tolist(),
                   "critical_grains": g.critical_grains.tolist(),
@@ -154,7 +155,8 @@ def open_saved(directory: Path, progress=None):
                                 f"trace {trace_path} is gone: cannot rebuild it")
         a = Analysis(trace_path, reference=doc.get("reference"),
                      thresholds=doc.get("thresholds"), interval=doc.get("interval", "median"),
-                     region=doc.get("region"), window=_window(doc), progress=progress)
+                     region=doc.get("region"), window=_window(doc),
+                     weigh=doc.get("weigh", "wall"), progress=progress)
         save(a, directory)
         return a
     try:
@@ -179,7 +181,7 @@ def open_saved(directory: Path, progress=None):
     g.topological_order_source = gd["topological_order_source"]
     a = Analysis(trace_path, thresholds=doc.get("thresholds"),
                  interval=doc.get("interval", "median"), region=doc.get("region"),
-                 window=_window(doc), progress=progress)
+                 window=_window(doc), weigh=doc.get("weigh", "wall"), progress=progress)
     a.__dict__.update({
         "graph": g, "metrics": doc["metrics"], "run": doc["run"],
         "locations": pd.Series(locations.astype(object), index=g.grains.index, name="location"),
