@@ -17,6 +17,20 @@ overridable with `--threshold name=value` (repeatable) or a TOML config file:
 | instantaneous_parallelism     | <            | cores used ("auto")                     |
 | scatter                       | >            | cores per socket ("auto")               |
 | memory_hierarchy_utilization  | <            | 2                                       |
+| preempted                     | >            | 1.5, and off the CPU >= preempted_min_us |
+|                               |              | (100 µs): wall time / CPU time          |
+
+A rule may also need a second column past a *setting* (a threshold that is
+not a problem of its own, set the same ways): a grain is preempted when its
+wall time is over 1.5 × its CPU time AND its thread was off the CPU for at
+least `preempted_min_us` (default 100 µs). 1.5: a thread that shares its CPU
+with one other busy thread runs about half the time (wall ≈ 2 × CPU), so any
+real contention crosses it, while a grain that merely paid for a page fault or
+an interrupt stays near 1. 100 µs: below it a grain cannot move a critical
+path that matters, and a switch-out that short is a kernel thread or an
+interrupt, not another program's time slice (the scheduler's slices are
+~0.75-3 ms); it also keeps microsecond grains, whose ratio a few µs of noise
+doubles, from being flagged.
 
 For each problem: how many grains (and what % of all grains) cross the threshold,
 how many of them are on the critical path, and the source locations responsible,
@@ -41,6 +55,9 @@ class Rule:
     below: bool          # problem when value < threshold (else value > threshold)
     default: object      # float, or "auto" (resolved from the graph)
     meaning: str
+    # (grain column, setting, scale): a problem only where the column is also
+    # >= the setting's value x scale (NaN never is)
+    floor: tuple | None = None
 
 
 RULES = {r.metric: r for r in (
@@ -50,19 +67,24 @@ RULES = {r.metric: r for r in (
     Rule("instantaneous_parallelism", True, "auto", "too little parallelism to feed the cores"),
     Rule("scatter", False, "auto", "siblings run on cores far apart"),
     Rule("memory_hierarchy_utilization", True, 2.0, "grain mostly waits for memory"),
+    Rule("preempted", False, 1.5, "grain's thread was off the CPU (preempted or blocked) for "
+         "much of its wall time", floor=("off_cpu_ns", "preempted_min_us", 1e3)),
 )}
+
+# Settings: thresholds that qualify a rule (Rule.floor), not problems themselves.
+SETTINGS = {"preempted_min_us": 100.0}
 
 
 def default_thresholds() -> dict:
-    return {name: rule.default for name, rule in RULES.items()}
+    return {**{name: rule.default for name, rule in RULES.items()}, **SETTINGS}
 
 
 def parse_value(name: str, text, origin: str):
-    if name not in RULES:
+    if name not in RULES and name not in SETTINGS:
         raise UsageError(f"{origin}: unknown threshold {name!r} "
-                         f"(known: {', '.join(RULES)})")
+                         f"(known: {', '.join([*RULES, *SETTINGS])})")
     if isinstance(text, str) and text.strip().lower() == "auto":
-        if RULES[name].default != "auto":
+        if name in SETTINGS or RULES[name].default != "auto":
             raise UsageError(f"{origin}: threshold {name} has no automatic value")
         return "auto"
     try:
@@ -125,6 +147,28 @@ def crossing(values, metric: str, threshold: float) -> np.ndarray:
         return (v < threshold) if RULES[metric].below else (v > threshold)
 
 
+def floor_mask(grains, metric: str, th: dict) -> np.ndarray | None:
+    """Per grain: past the rule's floor (Rule.floor), or None for a rule
+    without one."""
+    floor = RULES[metric].floor
+    if floor is None:
+        return None
+    column, setting, scale = floor
+    if column not in grains.columns:
+        return np.zeros(len(grains), bool)
+    v = grains[column].to_numpy(np.float64)
+    with np.errstate(invalid="ignore"):
+        return v >= float(th.get(setting, SETTINGS[setting])) * scale
+
+
+def flagged(grains, metric: str, th: dict) -> np.ndarray:
+    """Per grain: a problem by `metric` at the thresholds `th` (its value past
+    th[metric], and past the rule's floor)."""
+    hit = crossing(grains[metric], metric, th[metric])
+    floor = floor_mask(grains, metric, th)
+    return hit if floor is None else hit & floor
+
+
 def severity(values, metric: str, threshold: float) -> np.ndarray:
     """0 where not a problem, else how far past the threshold, relative to it,
     in (0, 1] (1 = twice the threshold, or zero for "below" metrics)."""
@@ -154,11 +198,15 @@ def evaluate(g, th: dict, locations: pd.Series | None = None, top: int = 10) -> 
         th_value = th[name]
         entry = {"threshold": th_value, "direction": "<" if rule.below else ">",
                  "meaning": rule.meaning}
+        if rule.floor is not None:
+            column, setting, scale = rule.floor
+            entry["floor"] = {"column": column, "setting": setting,
+                              "value": float(th.get(setting, SETTINGS[setting])) * scale}
         if name not in gr.columns:
             out[name] = {**entry, "available": False, "grains": 0, "percent": 0.0,
                          "on_critical_path": 0, "work_ns": 0, "locations": []}
             continue
-        hit = crossing(gr[name], name, th_value)
+        hit = flagged(gr, name, th)
         count = int(hit.sum())
         out[name] = {**entry, "available": True, "grains": count,
                      "percent": 100.0 * count / n if n else 0.0,

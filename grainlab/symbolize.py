@@ -2,19 +2,30 @@
 
 A trace's `grainlab.loadmap` metadata lists every loaded object with its load
 base and executable address range (docs/trace-format.md). An address inside an
-object becomes an offset into that file, looked up in its DWARF line table and
-ELF symbol table (pyelftools). `codeptr` values are return addresses, so the
-lookup uses address - 1 (the call instruction itself).
+object becomes an offset into that file, looked up in its DWARF line table,
+its DWARF subprogram / inlined-subroutine records and its ELF symbol table
+(pyelftools). `codeptr` values are return addresses, so the lookup uses
+address - 1 (the call instruction itself).
 
 - The file is shown as the shortest path suffix unique among the trace's
   locations (`sparselu.c`, or `a/sparselu.c` and `b/sparselu.c`).
-- The function is the programmer's: compiler-outlined bodies
-  (`run.omp_outlined.13`, `.omp_task_entry..15`) are named after the function
-  they came from; the construct (task, parallel for, taskloop) stands beside it.
-- Distinct code addresses never merge: without a line, `file (func+0xOFF)`.
+- The function is the programmer's, at any depth of nesting: compiler-outlined
+  bodies (`run.omp_outlined.13`, `.omp_task_entry..15`, the body of a task
+  created inside another task, `__omp_offloading_..._f_l12`) are named after
+  the function whose source text holds them (DWARF: the function declared
+  last before that line in that file; without DWARF records, the symbol's
+  prefix: `run` of `run.omp_outlined.13`). The construct (task, parallel for,
+  taskloop) stands beside it.
+- A function the compiler inlined keeps its name, with its caller beside it
+  (`kernel.c:42 (producer, inlined into main, task)`), from DWARF's
+  DW_TAG_inlined_subroutine records as perf and gdb read them.
+- Distinct code addresses never merge: without a line, `file (func+0xOFF)`,
+  or `file (function, binary+0xADDR)` when the symbol is not the
+  programmer's function (an outlined body, an inlined helper).
 
 Work is per unique address and per binary (parsed once per process, cached by
-path + size + mtime), never per grain. Fallbacks, never errors:
+path + size + mtime; DWARF records only of the compile units holding a looked-up
+address), never per grain. Fallbacks, never errors:
   no debug line info                   -> `libomp.so.5 (__kmpc_taskloop+0x1a3)`
                                           (the function from the ELF symbol table)
   unreadable / not ELF                 -> `libomp.so.5+0x1a2b3`
@@ -24,11 +35,27 @@ path + size + mtime), never per grain. Fallbacks, never errors:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+
+
+class _Piece(NamedTuple):
+    """What one code address is: its source file and line (None, 0 when
+    unknown), the ELF symbol it is in and the offset into it, `binary+0xOFF`,
+    the programmer's function (None: unknown) and the function it was inlined
+    into (None: not inlined)."""
+    path: str | None
+    line: int
+    symbol: str | None
+    symbol_offset: int
+    raw: str
+    function: str | None = None
+    caller: str | None = None
 
 
 @dataclass
@@ -40,35 +67,168 @@ class _Binary:
     func_addr: np.ndarray       # sorted FUNC symbol start addresses
     func_end: np.ndarray
     func_name: np.ndarray
+    path: str = ""
+    cu_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cu_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cu_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cus: dict = field(default_factory=dict)   # CU offset -> _Scopes (parsed on demand)
+    spans: dict | None = None                 # path -> symbols' line spans (made on demand)
 
     def lookup(self, offsets: np.ndarray) -> list:
-        """offset (already minus 1) -> (source path or None, line or 0,
-        function or None, offset into the function, binary+offset text)."""
+        """offset (already minus 1) -> _Piece."""
         out = []
         li = np.searchsorted(self.line_addr, offsets, side="right") - 1
         fi = np.searchsorted(self.func_addr, offsets, side="right") - 1
-        for off, a, b in zip(offsets.tolist(), li.tolist(), fi.tolist()):
-            fn, foff = None, 0
+        scopes = self._scopes_of(offsets)
+        for off, a, b, sc in zip(offsets.tolist(), li.tolist(), fi.tolist(), scopes):
+            sym, soff = None, 0
             if b >= 0 and off < self.func_end[b]:
-                fn, foff = self.func_name[b], off + 1 - int(self.func_addr[b])
+                sym, soff = self.func_name[b], off + 1 - int(self.func_addr[b])
             path = self.line_file[a] if a >= 0 else None
             line = int(self.line_no[a]) if path is not None else 0
-            out.append((path, line, fn, foff, f"{self.name}+0x{off + 1:x}"))
+            fn, caller = sc.function_at(off, path, line, self.enclosing_by_symbols) \
+                if sc is not None else (None, None)
+            if fn is None:
+                fn, caller = user_function(sym), None
+                if fn is None and is_outlined(sym):
+                    fn = self.enclosing_by_symbols(path, line)
+            out.append(_Piece(path, line, sym, soff, f"{self.name}+0x{off + 1:x}", fn, caller))
         return out
+
+    def enclosing_by_symbols(self, path, line):
+        """The programmer's function whose text holds `path:line`, for debug
+        info without declaration lines (-gline-tables-only): each
+        non-outlined symbol spans the lines of its own file its code has;
+        the narrowest span holding the line wins. None when none does."""
+        if not path or not line:
+            return None
+        if self.spans is None:
+            self.spans = self._symbol_spans()
+        lo, hi, names = self.spans.get(path, (None, None, None))
+        if lo is None:
+            return None
+        hold = np.flatnonzero((lo <= line) & (line <= hi))
+        return names[hold[np.argmin(hi[hold] - lo[hold])]] if len(hold) else None
+
+    def _symbol_spans(self) -> dict:
+        out = {}
+        for a, b, name in zip(self.func_addr.tolist(), self.func_end.tolist(),
+                              self.func_name.tolist()):
+            if not name or is_outlined(name):
+                continue
+            i, j = np.searchsorted(self.line_addr, [a, b])     # rows of its code
+            files, lines = self.line_file[i:j], self.line_no[i:j]
+            mine = lines > 0
+            if not mine.any():
+                continue
+            home = files[np.argmax(mine)]       # its first row's file
+            mine &= files == home
+            if home is None or not mine.any():
+                continue
+            out.setdefault(home, []).append((int(lines[mine].min()), int(lines[mine].max()), name))
+        return {p: (np.array([x[0] for x in v], np.int64), np.array([x[1] for x in v], np.int64),
+                    [x[2] for x in v]) for p, v in out.items()}
+
+    def _scopes_of(self, offsets: np.ndarray) -> list:
+        """The parsed DWARF scopes of the compile unit holding each offset
+        (None: no unit holds it); each unit is parsed once, when first asked."""
+        out = [None] * len(offsets)
+        if not len(self.cu_lo) or not len(offsets):
+            return out
+        inside = (self.cu_lo[None, :] <= offsets[:, None]) & (offsets[:, None] < self.cu_hi[None, :])
+        has = inside.any(axis=1)
+        which = np.where(has, self.cu_offset[inside.argmax(axis=1)], -1)
+        missing = sorted({int(c) for c in which[has]} - set(self.cus))
+        if missing:
+            self.cus.update(_parse_cus(self.path, missing))
+        return [self.cus.get(int(c)) if c >= 0 else None for c in which.tolist()]
+
+
+_OUTLINED = re.compile(r"\.omp[._]|\._omp_(?:fn|cpyfn)\.")
+_OFFLOAD = re.compile(r"^__omp_offloading_[0-9a-f]+_[0-9a-f]+_(?P<fn>.+)_l\d+(?:\..*)?$")
 
 
 def user_function(name):
-    """The programmer's function behind a compiler-outlined one: clang names a
-    parallel region's body `f.omp_outlined.N` (or `.omp_outlined.` at file
-    scope) and a task's body `.omp_task_entry..N`; None when no user name is
-    left."""
+    """The programmer's function behind a compiler-outlined one, from the
+    symbol's name alone: clang names a parallel region's body
+    `f.omp_outlined.N` (or `.omp_outlined.` at file scope), a task's body
+    `.omp_task_entry..N` and a target region `__omp_offloading_<ids>_f_lN`;
+    GCC `f._omp_fn.N`. None when no user name is left."""
     if not name:
         return None
-    for marker in (".omp_outlined", ".omp_task_entry", ".omp_task_privates_map"):
-        i = name.find(marker)
-        if i >= 0:
-            return name[:i] or None
+    m = _OFFLOAD.match(name)
+    if m:
+        return user_function(m.group("fn"))
+    m = _OUTLINED.search(name)
+    if m:
+        return name[:m.start()] or None
     return name
+
+
+def is_outlined(name) -> bool:
+    """Whether a function name is the compiler's, not the programmer's."""
+    return bool(name) and user_function(name) != name
+
+
+class _Scopes:
+    """The DWARF records of one compile unit that name code: every
+    subprogram and inlined subroutine with its address ranges (an address's
+    frames, outermost first), and every function the programmer wrote with
+    the line it is declared at (the function whose text holds a line)."""
+
+    def __init__(self, lo, hi, scope, depth, names, artificial, inlined, call_pos, decl_pos,
+                 functions):
+        self.lo, self.hi, self.scope = lo, hi, scope        # one row per address range
+        self.depth, self.names, self.artificial = depth, names, artificial   # per scope
+        self.inlined, self.call_pos, self.decl_pos = inlined, call_pos, decl_pos
+        # path -> (sorted declaration lines, names)
+        self.functions = functions
+
+    def enclosing(self, path, line, fallback=None):
+        """The programmer's function whose source text holds `path:line`: the
+        one declared last at or before that line in that file (C functions do
+        not nest; an outlined body's text lies inside its function's).
+        Without declaration lines for that file: `fallback(path, line)`."""
+        if not path or not line:
+            return None
+        if path not in self.functions:
+            return fallback(path, line) if fallback else None
+        lines, names = self.functions[path]
+        i = int(np.searchsorted(lines, line, side="right")) - 1
+        return names[i] if i >= 0 else None
+
+    def function_at(self, off, path, line, fallback=None):
+        """(function, inlined-into caller or None) of the code at `off`
+        whose line-table row is `path:line`; (None, None) when the unit has
+        no record of it."""
+        hit = np.flatnonzero((self.lo <= off) & (off < self.hi))
+        if not len(hit):
+            return None, None
+        chain = self.scope[hit]
+        chain = chain[np.argsort(self.depth[chain], kind="stable")]   # outermost first
+        inner = int(chain[-1])
+        if not self.artificial[inner]:
+            fn, caller = self.names[inner], None
+            if self.inlined[inner]:
+                caller = self.enclosing(*self.call_pos[inner], fallback)
+                if caller is None and len(chain) > 1:
+                    outer = self.names[int(chain[-2])]
+                    caller = user_function(outer)
+            return fn, (caller if caller != fn else None)
+        # compiler-made code (an outlined body, at any depth of nesting): the
+        # function whose text holds its line, else the frames' own positions
+        positions = [(path, line)]
+        for s in chain[::-1].tolist():
+            positions.append(self.call_pos[s] if self.inlined[s] else self.decl_pos[s])
+        for p in positions:
+            fn = self.enclosing(*p, fallback)
+            if fn is not None:
+                return fn, None
+        for s in chain[::-1].tolist():
+            fn = user_function(self.names[s])
+            if fn is not None:
+                return fn, None
+        return None, None
 
 
 def _unique_suffixes(paths) -> dict:
@@ -87,29 +247,36 @@ def _unique_suffixes(paths) -> dict:
 
 
 def format_locations(pieces, constructs=None) -> np.ndarray:
-    """Location strings for looked-up pieces (see `_Binary.lookup`; None for
-    an address outside every object): `file:line (function[, construct])`,
-    the file as the shortest path suffix unique among these pieces; without a
-    line, `file (function+0xOFF)` so that distinct code addresses never merge."""
-    suffix = _unique_suffixes({p[0] for p in pieces if p is not None and p[0]})
+    """Location strings for looked-up pieces (`_Piece`s; None for an address
+    outside every object): `file:line (function[, inlined into caller][,
+    construct])`, the file as the shortest path suffix unique among these
+    pieces. Without a line, distinct code addresses must still not merge:
+    `file (symbol+0xOFF, ...)` when the symbol is the programmer's function,
+    else `file (function, binary+0xADDR, ...)`."""
+    suffix = _unique_suffixes({p.path for p in pieces if p is not None and p.path})
     out = np.empty(len(pieces), dtype=object)
     for i, p in enumerate(pieces):
         construct = constructs[i] if constructs is not None else None
         if p is None:
             out[i] = None
             continue
-        path, line, fn, foff, raw = p
-        user = user_function(fn)
-        if path and line > 0:
-            what = ", ".join(x for x in (user or fn, construct) if x)
-            out[i] = f"{suffix[path]}:{line}" + (f" ({what})" if what else "")
-        elif fn:
-            where = suffix[path] if path else raw.split("+")[0]
-            # the offset is into the symbol itself (outlined or not)
-            what = ", ".join(x for x in (f"{fn}+0x{foff:x}", construct) if x)
-            out[i] = f"{where} ({what})"
+        inlined = f"inlined into {p.caller}" if p.caller else None
+        if p.path and p.line > 0:
+            what = ", ".join(x for x in (p.function, inlined, construct) if x)
+            out[i] = f"{suffix[p.path]}:{p.line}" + (f" ({what})" if what else "")
+            continue
+        where = suffix[p.path] if p.path else p.raw.split("+")[0]
+        if p.symbol and p.function == p.symbol and not p.caller:
+            # the offset is into the programmer's own function
+            what = (f"{p.symbol}+0x{p.symbol_offset:x}", construct)
+        elif p.function:
+            what = (p.function, inlined, p.raw, construct)
+        elif p.path:
+            what = (p.raw, construct)
         else:
-            out[i] = raw + (f" ({construct})" if construct else "")
+            out[i] = p.raw + (f" ({construct})" if construct else "")
+            continue
+        out[i] = f"{where} ({', '.join(x for x in what if x)})"
     return out
 
 
@@ -166,7 +333,7 @@ def _pair_names(uniq, ucons, loadmap) -> np.ndarray:
         if binary is None:
             base_name = os.path.basename(path) or path
             for j, o in zip(inside.tolist(), offsets.tolist()):
-                pieces[j] = (None, 0, None, 0, f"{base_name}+0x{o + 1:x}")
+                pieces[j] = _Piece(None, 0, None, 0, f"{base_name}+0x{o + 1:x}")
         else:
             for j, piece in zip(inside.tolist(), binary.lookup(offsets)):
                 pieces[j] = piece
@@ -228,11 +395,8 @@ def grain_locations(g, trace_meta=None) -> pd.Series:
     codeptr = gr["codeptr"].to_numpy(np.uint64)
     is_chunk = (gr["kind"] == "chunk").to_numpy(bool) if len(gr) else np.zeros(0, bool)
     if is_chunk.any() and "loop" in gr.columns:
-        loop = gr["loop"].to_numpy()[is_chunk]
-        best = pd.Series(codeptr[is_chunk]).groupby(loop, dropna=False).transform("max")
         codeptr = codeptr.copy()
-        codeptr[is_chunk] = np.where(codeptr[is_chunk] == 0, best.to_numpy(np.uint64),
-                                     codeptr[is_chunk])
+        codeptr[is_chunk] = _one_per_loop(gr["loop"].array[is_chunk], codeptr[is_chunk])
     construct = np.where(is_chunk, 1, 0).astype(np.int64)
     if "iterations" in gr.columns:
         construct[(~is_chunk) & (gr["iterations"].to_numpy() >= 0)] = 2
@@ -245,6 +409,26 @@ def grain_locations(g, trace_meta=None) -> pd.Series:
         cat = as_categorical(symbolize_on_threads(
             codeptr, gr["thread"].to_numpy(), meta, np.asarray(CONSTRUCTS, object)[construct]))
     return pd.Series(cat, index=gr.index, name="location")
+
+
+def _one_per_loop(loop, codeptr) -> np.ndarray:
+    """Each chunk's code address made its loop instance's: the address most
+    of the instance's chunks carry (their threads' WORK_BEGIN), ignoring 0
+    (libomp passes none on some threads); ties go to the lowest address. A
+    loop instance is thus one location, whatever its threads were doing when
+    they asked for chunks."""
+    codes = pd.factorize(loop, use_na_sentinel=False)[0]
+    codeptr = np.asarray(codeptr, np.uint64)
+    nz = codeptr != 0
+    if not nz.any():
+        return codeptr
+    counts = pd.DataFrame({"loop": codes[nz], "cp": codeptr[nz]}).value_counts().reset_index()
+    counts = counts.sort_values(["loop", "count", "cp"], ascending=[True, False, True],
+                                kind="stable")
+    best = counts.drop_duplicates("loop")
+    table = np.zeros(int(codes.max()) + 1, np.uint64)     # no float: 64-bit addresses
+    table[best["loop"].to_numpy(np.int64)] = best["cp"].to_numpy(np.uint64)
+    return table[codes]
 
 
 def _load_binary(path: str):
@@ -266,12 +450,13 @@ def _parse_binary(path: str, _size: int, _mtime: int):
         with open(path, "rb") as f:
             elf = ELFFile(f)
             funcs = _functions(elf)
-            rows = _line_rows(elf)
+            rows, units = _line_rows(elf)
     except (ELFError, OSError, ValueError, KeyError, IndexError, AttributeError):
         return None
     if not rows and not funcs:
         return None
-    rows.sort(key=lambda r: r[0])
+    # an end of sequence before a row at the same address (the next sequence's start)
+    rows.sort(key=lambda r: (r[0], r[1] is not None))
     addr = np.array([r[0] for r in rows], np.int64)
     files = np.array([r[1] for r in rows], dtype=object)
     lines = np.array([r[2] for r in rows], np.int64)
@@ -279,7 +464,11 @@ def _parse_binary(path: str, _size: int, _mtime: int):
     return _Binary(os.path.basename(path), addr, files, lines,
                    np.array([r[0] for r in funcs], np.int64),
                    np.array([r[1] for r in funcs], np.int64),
-                   np.array([r[2] for r in funcs], dtype=object))
+                   np.array([r[2] for r in funcs], dtype=object),
+                   path=path,
+                   cu_lo=np.array([u[0] for u in units], np.int64),
+                   cu_hi=np.array([u[1] for u in units], np.int64),
+                   cu_offset=np.array([u[2] for u in units], np.int64))
 
 
 def _functions(elf):
@@ -298,12 +487,17 @@ def _functions(elf):
 
 
 def _line_rows(elf):
-    """(address, file basename or None at end of sequence, line) rows."""
+    """(address, full source path or None at end of sequence, line) rows, and
+    (low, high, CU offset) of every address range of every compile unit."""
     if not elf.has_dwarf_info():
-        return []
+        return [], []
     dwarf = elf.get_dwarf_info()
-    rows = []
+    rows, units = [], []
     for cu in dwarf.iter_CUs():
+        try:
+            units.extend((lo, hi, cu.cu_offset) for lo, hi in _ranges(dwarf, cu.get_top_DIE(), 0))
+        except Exception:   # noqa: BLE001  (odd range data: the unit just names no functions)
+            pass
         prog = dwarf.line_program_for_CU(cu)
         if prog is None:
             continue
@@ -318,7 +512,163 @@ def _line_rows(elf):
                 continue
             idx = st.file if v5 else st.file - 1
             rows.append((st.address, paths[idx] if 0 <= idx < len(paths) else "?", st.line))
-    return rows
+    return rows, units
+
+
+def _ranges(dwarf, die, cu_base: int) -> list:
+    """[(low, high)] of a DIE's code: DW_AT_low_pc/high_pc or DW_AT_ranges
+    (DWARF 4 .debug_ranges or 5 .debug_rnglists); [] when it has none."""
+    a = die.attributes
+    if "DW_AT_low_pc" in a and "DW_AT_high_pc" in a:
+        lo = int(a["DW_AT_low_pc"].value)
+        hi_attr = a["DW_AT_high_pc"]
+        hi = int(hi_attr.value)
+        if not hi_attr.form.startswith("DW_FORM_addr"):
+            hi += lo          # DWARF 4+: a length
+        return [(lo, hi)] if hi > lo else []
+    if "DW_AT_ranges" not in a:
+        return []
+    from elftools.dwarf.ranges import BaseAddressEntry
+    lists = dwarf.range_lists()
+    if lists is None:
+        return []
+    if "DW_AT_low_pc" in a:
+        cu_base = int(a["DW_AT_low_pc"].value)
+    base, out = cu_base, []
+    for e in lists.get_range_list_at_offset(int(a["DW_AT_ranges"].value), cu=die.cu):
+        if isinstance(e, BaseAddressEntry):
+            base = int(e.base_address)
+        elif e.is_absolute:
+            out.append((int(e.begin_offset), int(e.end_offset)))
+        else:
+            out.append((base + int(e.begin_offset), base + int(e.end_offset)))
+    return [(lo, hi) for lo, hi in out if hi > lo]
+
+
+_FRAMES = ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine")
+_INSIDE = ("DW_TAG_lexical_block", "DW_TAG_namespace")
+
+
+# pyelftools reads a compile unit's DIEs at ~6 us per byte of .debug_info
+# (a 440 KB C++ unit with <regex>: 62k DIEs, ~2.5 s); a unit larger than this
+# is not read (its addresses are named from the symbol table: no inlining,
+# outlined bodies by their symbol's prefix). GRAINLAB_DWARF_UNIT_MAX_BYTES.
+DEFAULT_UNIT_MAX_BYTES = 2 << 20
+
+
+def _unit_max_bytes() -> int:
+    text = os.environ.get("GRAINLAB_DWARF_UNIT_MAX_BYTES", "").strip()
+    try:
+        return int(text) if text else DEFAULT_UNIT_MAX_BYTES
+    except ValueError:
+        return DEFAULT_UNIT_MAX_BYTES
+
+
+def _parse_cus(path: str, offsets) -> dict:
+    """CU offset -> _Scopes for the compile units at `offsets` (None for one
+    that cannot be read, or is too large to: its addresses fall back to the
+    symbol table)."""
+    out = {int(o): None for o in offsets}
+    limit = _unit_max_bytes()
+    try:
+        from elftools.elf.elffile import ELFFile
+        with open(path, "rb") as f:
+            dwarf = ELFFile(f).get_dwarf_info()
+            for o in out:
+                try:
+                    cu = dwarf.get_CU_at(o)
+                    if cu.header.unit_length <= limit:
+                        out[o] = _cu_scopes(dwarf, cu)
+                except Exception:   # noqa: BLE001  (odd DWARF: never an error, see above)
+                    out[o] = None
+    except Exception:   # noqa: BLE001
+        pass
+    return out
+
+
+def _cu_scopes(dwarf, cu) -> _Scopes:
+    """Walk one compile unit's DIE tree (subprograms, their lexical blocks and
+    inlined subroutines; namespaces): see _Scopes."""
+    top = cu.get_top_DIE()
+    cu_base = int(top.attributes["DW_AT_low_pc"].value) if "DW_AT_low_pc" in top.attributes else 0
+    paths_of = {}
+
+    def file_path(unit, index):
+        if unit.cu_offset not in paths_of:
+            prog = dwarf.line_program_for_CU(unit)
+            paths_of[unit.cu_offset] = (_file_paths(unit, prog),
+                                        prog.header["version"] >= 5) if prog else ([], True)
+        paths, v5 = paths_of[unit.cu_offset]
+        i = index if v5 else index - 1
+        return paths[i] if 0 <= i < len(paths) else None
+
+    lo, hi, scope = [], [], []
+    depth, names, artificial, inlined, call_pos, decl_pos = [], [], [], [], [], []
+    functions = []      # (path, line, name)
+
+    def visit(die, level):
+        for child in die.iter_children():
+            tag = child.tag
+            if tag in _INSIDE:
+                visit(child, level)
+                continue
+            if tag not in _FRAMES:
+                continue
+            name, art, decl = _describe(child)
+            pos = (file_path(decl[0], decl[1]), decl[2]) if decl else (None, 0)
+            a = child.attributes
+            if (tag == "DW_TAG_subprogram" and name and not art and not is_outlined(name)
+                    and "DW_AT_declaration" not in a and pos[0] and pos[1]):
+                functions.append((pos[0], pos[1], name))
+            ranges = _ranges(dwarf, child, cu_base)
+            if not ranges:
+                continue          # no code of its own here (abstract, declaration)
+            k = len(depth)
+            for r in ranges:
+                lo.append(r[0])
+                hi.append(r[1])
+                scope.append(k)
+            depth.append(level)
+            names.append(name)
+            artificial.append(bool(art or not name or is_outlined(name)))
+            inl = tag == "DW_TAG_inlined_subroutine"
+            inlined.append(inl)
+            call = (file_path(child.cu, int(a["DW_AT_call_file"].value)),
+                    int(a["DW_AT_call_line"].value)) \
+                if inl and "DW_AT_call_file" in a and "DW_AT_call_line" in a else (None, 0)
+            call_pos.append(call)
+            decl_pos.append(pos)
+            visit(child, level + 1)
+
+    visit(top, 0)
+    by_path = {}
+    for p, line, name in sorted(functions, key=lambda f: (f[0], f[1])):
+        by_path.setdefault(p, ([], []))
+        by_path[p][0].append(line)
+        by_path[p][1].append(name)
+    by_path = {p: (np.array(ls, np.int64), ns) for p, (ls, ns) in by_path.items()}
+    return _Scopes(np.array(lo, np.int64), np.array(hi, np.int64), np.array(scope, np.int64),
+                   np.array(depth, np.int64), names, np.array(artificial, bool), inlined,
+                   call_pos, decl_pos, by_path)
+
+
+def _describe(die):
+    """(name, artificial, (unit, decl_file, decl_line) or None) of a
+    subprogram / inlined subroutine, through DW_AT_abstract_origin and
+    DW_AT_specification (an inlined instance names its function there)."""
+    name, art, decl = None, False, None
+    for _ in range(8):
+        a = die.attributes
+        if name is None and "DW_AT_name" in a:
+            name = _text(a["DW_AT_name"].value)
+        art = art or bool(a.get("DW_AT_artificial") and a["DW_AT_artificial"].value)
+        if decl is None and "DW_AT_decl_file" in a and "DW_AT_decl_line" in a:
+            decl = (die.cu, int(a["DW_AT_decl_file"].value), int(a["DW_AT_decl_line"].value))
+        ref = next((k for k in ("DW_AT_abstract_origin", "DW_AT_specification") if k in a), None)
+        if ref is None:
+            break
+        die = die.get_DIE_from_attribute(ref)
+    return name, art, decl
 
 
 def _text(v) -> str:

@@ -11,7 +11,8 @@ import pytest
 from conftest import assert_one_line_error, grainlab
 
 PROBLEM_NAMES = {"parallel_benefit", "load_balance", "work_deviation",
-                 "instantaneous_parallelism", "scatter", "memory_hierarchy_utilization"}
+                 "instantaneous_parallelism", "scatter", "memory_hierarchy_utilization",
+                 "preempted"}
 
 
 def analyze_json(path, *extra):
@@ -46,6 +47,10 @@ def test_json_keys_and_types_on_fib(fib):
     # no counters on these VMs, no reference run
     assert r["problems"]["memory_hierarchy_utilization"]["available"] is False
     assert r["problems"]["work_deviation"]["available"] is False
+    # recorded without --cpu-time
+    assert r["problems"]["preempted"]["available"] is False
+    assert r["weights"] == "wall" and r["preemption"]["available"] is False
+    assert "--cpu-time" in r["preemption"]["reason"]
     # the grains come from fib.c's two task pragmas, found through DWARF
     locs = {l["location"] for l in r["locations"]}
     assert len(locs) == 2 and all(l.startswith("fib.c:") and l.endswith("(fib, task)") for l in locs)

@@ -171,6 +171,33 @@ def test_names_are_trimmed_and_deduplicated():
     assert all(len(t["after"]) == 2 for t in threads)
 
 
+def test_off_cpu_is_the_time_the_thread_was_not_running():
+    """off-cpu (`grainlab record --cpu-time`): ns the thread was switched out,
+    cumulative from its start. Between the two reads the probe sleeps 3 x 1 ms
+    (switched out >= 3 ms) and burns >= 20 ms of CLOCK_THREAD_CPUTIME_ID, so
+    off-cpu = wall - CPU time over that stretch is at least 3 ms and at most
+    the wall time around the reads minus those 20 ms: bounds no machine load
+    can move."""
+    head, threads, stderr = probe_ok("off-cpu,task-clock,OFF-CPU")
+    assert stderr == ""
+    assert head["names"] == ["off-cpu", "task-clock"]
+    assert head["metadata"][0] == {"name": "off-cpu", "source": "clock", "available": True,
+                                   "column": "counter:off-cpu", "reason": None}
+    for t in threads:
+        off, cpu = np.subtract(t["after"], t["before"])
+        assert 0 <= t["before"][0] <= t["after"][0], t
+        assert off >= 3_000_000, t
+        assert off <= t["wall_ns"] - 20_000_000, t
+        assert cpu >= 19_000_000, t
+
+
+def test_off_cpu_alone_is_one_column():
+    head, threads, stderr = probe_ok("off-cpu")
+    assert stderr == "" and head["init"] == 1 and head["names"] == ["off-cpu"]
+    for t in threads:
+        assert 3_000_000 <= t["after"][0] - t["before"][0] <= t["wall_ns"] - 20_000_000, t
+
+
 def test_unavailable_papi_counter_is_dropped_not_fatal():
     head, threads, stderr = probe_ok("PAPI_TOT_CYC,context-switches")
     assert head["init"] == 1 and head["names"] == ["context-switches"]

@@ -1,17 +1,22 @@
 /* counters.c — per-thread counters read at fragment boundaries (counters.h).
  *
- * Two sources:
+ * Three sources:
  * - Linux software events through perf_event_open (task-clock, page faults,
  *   context switches, ...). All perf counters of a thread form one group, so a
  *   read is a single read() of the leader with PERF_FORMAT_GROUP.
  * - PAPI (only when built with GL_HAVE_PAPI): names starting with PAPI_, or any
  *   other name PAPI knows (native events). One event set per thread.
+ * - off-cpu: ns the thread was not running since its counters started (wall
+ *   minus CPU time; `grainlab record --cpu-time`). Exact at a fraction of a
+ *   syscall per read: see "off-cpu" below.
  *
  * Everything that can fail is tried once at init on the initial thread; a
  * counter that cannot be counted here is reported on stderr once, recorded as
  * unavailable in the metadata and dropped from the columns. Only a name nobody
  * knows is an error. The read path allocates nothing. */
 #include "counters.h"
+
+#include "clock.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -20,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #ifdef GL_HAVE_PAPI
@@ -33,7 +40,7 @@
 #define GL_NAME_MAX 64
 #define GL_REASON_MAX 160
 
-enum gl_source { SRC_PERF, SRC_PAPI };
+enum gl_source { SRC_PERF, SRC_PAPI, SRC_OFFCPU };
 
 /* Linux software events offered by name (the names `perf list sw` uses). */
 static const struct {
@@ -51,7 +58,8 @@ static const struct {
 #define NSOFTWARE (sizeof kSoftware / sizeof kSoftware[0])
 static const char kSoftwareList[] =
     "task-clock, cpu-clock, page-faults, minor-faults, major-faults, "
-    "context-switches, cpu-migrations";
+    "context-switches, cpu-migrations, off-cpu";
+static const char kOffCpu[] = "off-cpu";
 
 typedef struct requested_counter {
   char name[GL_NAME_MAX];
@@ -76,6 +84,7 @@ static int papi_column[GL_MAX_COUNTERS]; /* PAPI event set slot -> column */
 static int papi_code[GL_MAX_COUNTERS];
 static int npapi;
 static int exclude_kernel; /* set when the kernel refuses kernel-side counting */
+static int offcpu_column = -1; /* column of off-cpu, -1 if not asked for */
 
 static char metadata_json[GL_MAX_REQUESTED * (GL_NAME_MAX * 2 + GL_REASON_MAX * 2 + 96) + 8];
 
@@ -144,6 +153,87 @@ static int perf_probe(uint64_t config, char *reason, size_t len) {
     return 0;
   }
   return 1;
+}
+
+/* ---------------------------------------------------------------- off-cpu
+ *
+ * off-cpu = (CLOCK_MONOTONIC - CLOCK_THREAD_CPUTIME_ID) since the thread's
+ * counters started: the time it was runnable but preempted, or blocked.
+ * Reading both clocks costs a syscall (the CPU-time clock has no vDSO path),
+ * ~0.7-1.9 us on these VMs (benchmarks/cpu_time_read.py), more than the rest of
+ * a row. But off-CPU time only grows while the thread is switched out, and
+ * the kernel rewrites a perf event's user page (mmap'd, read-only) each time
+ * the thread is switched back in, bumping its `lock` sequence. So a read
+ * compares `lock` with the value seen at the last exact read: unchanged, the
+ * thread has not been off the CPU since, and off-cpu is what it was (one
+ * load); changed, both clocks are read again. The page comes from a
+ * task-clock event of the thread's own (never read); without it (perf
+ * refused, mmap failed) every read reads the clocks.
+ *
+ * The guest's scheduler does not see every lost moment: a hypervisor that
+ * runs another guest on this vCPU (steal time, common on cloud VMs) leaves
+ * `lock` alone, while the CPU-time clock, which excludes steal time, stops.
+ * So the clocks are also read again once GL_OFFCPU_RECHECK ticks of the event
+ * clock (clock.h) have passed since they were last read: off-CPU time nobody
+ * switched for lands at most that far from where it happened, for at most
+ * one syscall per that interval. */
+#define GL_OFFCPU_RECHECK (1ull << 22) /* TSC ticks: 1.4 ms at 3 GHz (4.2 ms as ns) */
+
+static int64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+}
+
+/* Wall minus CPU time now. Wall first: the return from the CPU-time
+ * syscall is where the kernel most often switches a thread out, and the
+ * CPU time is sampled before that, so a switch there is not charged to the
+ * segment that ends at this row (reading CPU first did: on one CPU shared by
+ * two threads, grains lost up to 8 of their 19 ms to their neighbours'
+ * switches) but to the next, where it happens. */
+static int64_t wall_minus_cpu(void) {
+  int64_t wall = clock_ns(CLOCK_MONOTONIC);
+  return wall - clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static void offcpu_start(gl_offcpu *o) {
+  o->fd = perf_open(PERF_COUNT_SW_TASK_CLOCK, -1, exclude_kernel);
+  o->page = NULL;
+  if (o->fd >= 0) {
+    void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, o->fd, 0);
+    if (p != MAP_FAILED) {
+      o->page = p;
+      ioctl(o->fd, PERF_EVENT_IOC_ENABLE, 0); /* sched in/out now update the page */
+    } else {
+      close(o->fd);
+      o->fd = -1;
+    }
+  }
+  o->seen = o->page ? __atomic_load_n(&o->page->lock, __ATOMIC_ACQUIRE) : 0;
+  o->base = wall_minus_cpu();
+  o->off = 0;
+  o->at = 0; /* the first read reads the clocks again: in the caller's ticks from then on */
+}
+
+static void offcpu_stop(gl_offcpu *o) {
+  if (o->page) munmap((void *)o->page, (size_t)sysconf(_SC_PAGESIZE));
+  if (o->fd >= 0) close(o->fd);
+  o->page = NULL;
+  o->fd = -1;
+}
+
+static int64_t offcpu_read(gl_offcpu *o, uint64_t tsc) {
+  if (o->page) {
+    uint32_t lock = __atomic_load_n(&o->page->lock, __ATOMIC_ACQUIRE);
+    if (lock == o->seen && tsc - o->at < GL_OFFCPU_RECHECK) return o->off;
+    /* Seen before the clocks: a switch after this load changes `lock`
+     * again, and the next read reads the clocks again. */
+    o->seen = lock;
+  }
+  o->at = tsc;
+  int64_t off = wall_minus_cpu() - o->base;
+  if (off > o->off) o->off = off; /* cumulative: never decreases */
+  return o->off;
 }
 
 /* ---------------------------------------------------------------- PAPI */
@@ -240,6 +330,11 @@ static void bad_name(const char *what, const char *name) {
 
 /* Classify one name: 0 ok, -1 unknown/malformed (message printed). */
 static int classify(requested_counter *c) {
+  if (strcmp(c->name, kOffCpu) == 0) { /* always available: the clocks suffice */
+    c->source = SRC_OFFCPU;
+    c->available = 1;
+    return 0;
+  }
   for (size_t s = 0; s < NSOFTWARE; s++)
     if (strcmp(c->name, kSoftware[s].name) == 0) {
       c->source = SRC_PERF;
@@ -331,7 +426,8 @@ static void build_metadata(void) {
     appendf(&used, "%s{\"name\": ", i ? ", " : "");
     append_string(&used, c->name);
     appendf(&used, ", \"source\": \"%s\", \"available\": %s, \"column\": ",
-            c->source == SRC_PAPI ? "papi" : "perf", c->available ? "true" : "false");
+            c->source == SRC_PAPI ? "papi" : c->source == SRC_OFFCPU ? "clock" : "perf",
+            c->available ? "true" : "false");
     if (c->available) {
       char col[GL_NAME_MAX + 16];
       snprintf(col, sizeof col, "counter:%s", c->name);
@@ -355,6 +451,7 @@ static void build_metadata(void) {
 
 int gl_counters_init(const char *spec) {
   nrequested = ncolumns = nperf = npapi = exclude_kernel = 0;
+  offcpu_column = -1;
   memset(column_names, 0, sizeof column_names);
   snprintf(metadata_json, sizeof metadata_json, "[]");
   if (spec == NULL) return 0;
@@ -387,6 +484,7 @@ int gl_counters_init(const char *spec) {
     for (size_t k = 0; k < NSOFTWARE; k++)
       if (strcasecmp(name, kSoftware[k].name) == 0)
         snprintf(name, sizeof name, "%s", kSoftware[k].name);
+    if (strcasecmp(name, kOffCpu) == 0) snprintf(name, sizeof name, "%s", kOffCpu);
     int dup = 0;
     for (int i = 0; i < nrequested; i++) dup |= strcmp(requested[i].name, name) == 0;
     if (dup) continue;
@@ -421,7 +519,9 @@ int gl_counters_init(const char *spec) {
     }
     c->column = ncolumns;
     column_names[ncolumns] = c->name;
-    if (c->source == SRC_PERF) {
+    if (c->source == SRC_OFFCPU) {
+      offcpu_column = ncolumns;
+    } else if (c->source == SRC_PERF) {
       perf_column[nperf] = ncolumns;
       perf_config[nperf++] = c->perf_config;
     } else {
@@ -436,6 +536,7 @@ int gl_counters_init(const char *spec) {
 fail: /* the collector disables itself: leave nothing behind */
   gl_counters_shutdown();
   nrequested = ncolumns = nperf = npapi = 0;
+  offcpu_column = -1;
   return -1;
 }
 
@@ -447,6 +548,8 @@ void gl_counters_thread_start(gl_counters_thread *t) {
   for (int i = 0; i < GL_MAX_COUNTERS; i++) t->fds[i] = -1;
   t->papi_eventset = -1; /* PAPI_NULL */
   t->started = 0;
+  t->offcpu.fd = -1;
+  t->offcpu.page = NULL;
   /* perf: one group per thread, leader in fds[0], members in slot order. */
   int ok = 1;
   for (int s = 0; s < nperf && ok; s++) {
@@ -474,11 +577,13 @@ void gl_counters_thread_start(gl_counters_thread *t) {
     }
   }
 #endif
+  if (offcpu_column >= 0) offcpu_start(&t->offcpu);
   t->started = 1;
 }
 
 void gl_counters_thread_stop(gl_counters_thread *t) {
   if (!t->started) return;
+  offcpu_stop(&t->offcpu);
   for (int s = 0; s < nperf; s++)
     if (t->fds[s] >= 0) {
       close(t->fds[s]);
@@ -497,9 +602,10 @@ void gl_counters_thread_stop(gl_counters_thread *t) {
   t->started = 0;
 }
 
-void gl_counters_read(gl_counters_thread *t, int64_t *out) {
+void gl_counters_read(gl_counters_thread *t, uint64_t tsc, int64_t *out) {
   for (int c = 0; c < ncolumns; c++) out[c] = INT64_MIN;
   if (!t->started) return;
+  if (offcpu_column >= 0) out[offcpu_column] = offcpu_read(&t->offcpu, tsc);
   if (nperf > 0 && t->fds[0] >= 0) {
     /* PERF_FORMAT_GROUP: { u64 nr; u64 values[nr]; } in group order. */
     uint64_t buf[1 + GL_MAX_COUNTERS];

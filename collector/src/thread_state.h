@@ -150,7 +150,7 @@ static inline void gl_record_at(gl_thread *t, uint64_t tsc, gl_row r, gl_sample 
   if (gl_ncounters) {
     int64_t *c = &t->counters[(size_t)i * (size_t)gl_ncounters];
     if (sample == GL_READ_COUNTERS) {
-      gl_counters_read(&t->counter_state, c);
+      gl_counters_read(&t->counter_state, tsc, c);
     } else {
       for (int k = 0; k < gl_ncounters; k++) c[k] = INT64_MIN;
     }

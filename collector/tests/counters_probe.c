@@ -3,7 +3,8 @@
  * and on a second pthread: start, read, do work that the software counters
  * see (burn CPU, touch fresh pages, yield the CPU by sleeping), read again.
  * Prints JSON lines: {"init": n, "names": [...], "metadata": <json>} then
- * {"thread": k, "before": [...], "after": [...]} (null for INT64_MIN).
+ * {"thread": k, "before": [...], "after": [...], "wall_ns": n} (null for INT64_MIN;
+ * wall_ns: CLOCK_MONOTONIC from just before the first read to just after the last).
  * Exit status 2 when init returns -1 (after its one-line message). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include "clock.h"
 #include "counters.h"
 
 static int n;
@@ -50,9 +52,12 @@ static void *run(void *arg) {
   gl_counters_thread t;
   int64_t before[GL_MAX_COUNTERS], after[GL_MAX_COUNTERS];
   gl_counters_thread_start(&t);
-  gl_counters_read(&t, before);
+  struct timespec w0, w1;
+  clock_gettime(CLOCK_MONOTONIC, &w0);
+  gl_counters_read(&t, gl_clock_raw(), before);
   work();
-  gl_counters_read(&t, after);
+  gl_counters_read(&t, gl_clock_raw(), after);
+  clock_gettime(CLOCK_MONOTONIC, &w1);
   gl_counters_thread_stop(&t);
   static pthread_mutex_t out = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_lock(&out);
@@ -60,7 +65,8 @@ static void *run(void *arg) {
   print_values(before);
   printf(", \"after\": ");
   print_values(after);
-  printf("}\n");
+  printf(", \"wall_ns\": %lld}\n",
+         (long long)((w1.tv_sec - w0.tv_sec) * 1000000000LL + (w1.tv_nsec - w0.tv_nsec)));
   fflush(stdout);
   pthread_mutex_unlock(&out);
   return NULL;

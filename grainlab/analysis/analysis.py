@@ -7,6 +7,7 @@
     a.by_location()                  # DataFrame, one row per source location
     a.summary                        # dict: what `grainlab analyze --json` prints
     a.critical_path                  # grain ids on the critical path, in path order
+    gl.analyze("t.parquet", weigh="cpu")   # grains weigh their CPU time (record --cpu-time)
     c = a.compare(gl.analyze("one-thread.parquet"))   # Comparison: work deviation
     a.save("fib.analysis")           # Parquet + JSON; gl.open("fib.analysis") reads it back
 
@@ -30,8 +31,11 @@ from ..trace.file import trace_key
 DEFAULT_TOP = 10
 
 
+WEIGHTS = ("wall", "cpu")
+
+
 def analyze(trace_or_path, *, reference=None, thresholds=None, interval="median",
-            region=None, window=None, progress=None) -> "Analysis":
+            region=None, window=None, weigh="wall", progress=None) -> "Analysis":
     """An Analysis of a trace (a `grainlab.Trace` or a path to one).
 
     reference:  another run of the same program (Analysis, Trace or path) ->
@@ -43,17 +47,22 @@ def analyze(trace_or_path, *, reference=None, thresholds=None, interval="median"
                 "app.c", a function name)
     window:     analyze only (t0, t1) ns from the trace's start, or a text
                 "120ms:300ms" (units ns/us/ms/s, default ms, a side may be empty)
+    weigh:      "wall" (default): nodes weigh their wall-clock time; "cpu": the
+                time their thread really ran (a trace recorded with
+                `grainlab record --cpu-time`): critical path, span, work and
+                parallelism as if no thread had been preempted
     progress:   optional callable(str), told before each long step
     """
     return Analysis(trace_or_path, reference=reference, thresholds=thresholds,
-                    interval=interval, region=region, window=window, progress=progress)
+                    interval=interval, region=region, window=window, weigh=weigh,
+                    progress=progress)
 
 
 class Analysis:
     """Lazy, cached results of analyzing one trace (see the module doc)."""
 
     def __init__(self, trace_or_path, *, reference=None, thresholds=None,
-                 interval="median", region=None, window=None, progress=None):
+                 interval="median", region=None, window=None, weigh="wall", progress=None):
         from ..trace.trace import Trace
         self._progress = progress or (lambda _msg: None)
         given = isinstance(trace_or_path, Trace)
@@ -65,6 +74,10 @@ class Analysis:
         self.interval = interval
         self._reference = reference
         self.region = region
+        if weigh not in WEIGHTS:
+            from ..errors import UsageError
+            raise UsageError(f"weigh={weigh!r}: expected one of {', '.join(WEIGHTS)}")
+        self.weigh = weigh
         self.window = None
         if window is not None:
             from ..trace.regions import parse_window
@@ -77,7 +90,7 @@ class Analysis:
         metrics, run facts and locations as they were saved; the trace is
         read only if asked for."""
         a = cls(parts.trace, thresholds=parts.thresholds, interval=parts.interval,
-                region=parts.region, window=parts.window, progress=progress)
+                region=parts.region, window=parts.window, weigh=parts.weigh, progress=progress)
         a._saved = parts
         return a
 
@@ -127,11 +140,15 @@ class Analysis:
             return self._saved.graph
         g = self._whole_graph
         sel = self.selection
-        if sel is None:
-            return g
-        from ..graph.select import select
-        self._progress("selecting " + sel["description"])
-        return select(g, region_contexts=sel["contexts"], window=sel["window_trace_ns"])
+        if sel is not None:
+            from ..graph.select import select
+            self._progress("selecting " + sel["description"])
+            g = select(g, region_contexts=sel["contexts"], window=sel["window_trace_ns"])
+        if self.weigh == "cpu":
+            from ..metrics.preemption import weigh_cpu
+            self._progress("weighing grains by CPU time")
+            g = weigh_cpu(g, str(self.path))
+        return g
 
     @cached_property
     def selection(self) -> dict | None:
@@ -174,7 +191,7 @@ class Analysis:
         if ref is None or isinstance(ref, Analysis):
             return ref
         return Analysis(ref, thresholds=self.thresholds, interval=self.interval,
-                        progress=self._progress)
+                        weigh=self.weigh, progress=self._progress)
 
     @cached_property
     def locations(self) -> pd.Series:
@@ -265,7 +282,21 @@ class Analysis:
             "critical_path_grains": critical_grains(g, self.locations,
                                                     summary["critical_path"], top),
             "critical_path_time": path_time(g, summary["critical_path_time"]),
+            "weights": self.weigh,
+            "preemption": self.preemption(found),
         })
+
+    def preemption(self, found=None) -> dict:
+        """CPU time and preemption (grainlab.metrics.preemption.summary): the
+        grains' CPU and off-CPU time, how many are preempted, how much of the
+        critical path's time its threads were off the CPU; with the
+        wall-weighted span when weighed by CPU time."""
+        from ..metrics import preemption
+        found = self._found(0) if found is None else found
+        g = self.graph
+        hit = P.flagged(g.grains, "preempted", self.resolved_thresholds) \
+            if found["preempted"]["available"] else None
+        return preemption.summary(g, hit)
 
     @cached_property
     def summary(self) -> dict:
@@ -326,7 +357,7 @@ def open(directory, *, progress=None) -> Analysis:  # noqa: A001 (gl.open is the
         return Analysis.from_saved(parts, progress=progress)
     a = Analysis(parts.trace, reference=parts.reference, thresholds=parts.thresholds,
                  interval=parts.interval, region=parts.region, window=parts.window,
-                 progress=progress)
+                 weigh=parts.weigh, progress=progress)
     store.save(a, directory)
     return a
 
@@ -451,7 +482,7 @@ def top_locations(gr, locations, found, th, top) -> list:
     df = pd.DataFrame({"location": codes, "work": gr["work"].to_numpy(np.int64)})
     for name, res in found.items():
         if res["available"]:
-            df[name] = P.crossing(gr[name], name, th[name])
+            df[name] = P.flagged(gr, name, th)
     flags = [c for c in df.columns if c in P.RULES]
     by = df.groupby("location", sort=False).agg(
         grains=("work", "size"), work_ns=("work", "sum"), **{f: (f, "mean") for f in flags})

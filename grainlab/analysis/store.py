@@ -72,6 +72,7 @@ def save(a, directory: Path) -> Path:
         "interval": a.interval,
         "region": a.region if a.region is None else str(a.region),
         "window": None if a.window is None else list(a.window),
+        "weigh": a.weigh,
         "run": a.run,
         "graph": {"critical_path": g.critical_path.tolist(),
                   "critical_grains": g.critical_grains.tolist(),
@@ -148,7 +149,7 @@ def _window(doc):
 @dataclass
 class Saved:
     """What a saved analysis holds, as plain parts: what it was made from
-    (trace, reference, thresholds, interval, region, window) and, when it can
+    (trace, reference, thresholds, interval, region, window, weigh) and, when it can
     be trusted (`current`), the graph with its metric columns, the metric
     values, the run facts and the grains' locations (Analysis.from_saved)."""
     trace: str
@@ -157,6 +158,7 @@ class Saved:
     interval: object
     region: object
     window: tuple | None
+    weigh: str
     current: bool
     graph: object = None
     metrics: dict | None = None
@@ -170,7 +172,8 @@ def open_saved(directory: Path) -> Saved:
     doc = _read_doc(directory)
     parts = Saved(trace=doc["trace"], reference=doc.get("reference"),
                   thresholds=doc.get("thresholds"), interval=doc.get("interval", "median"),
-                  region=doc.get("region"), window=_window(doc), current=is_current(doc))
+                  region=doc.get("region"), window=_window(doc), weigh=doc.get("weigh", "wall"),
+                  current=is_current(doc))
     if not parts.current:
         if not os.path.exists(parts.trace):
             raise GrainlabError(f"{directory}: saved by another grainlab version and its "

@@ -66,7 +66,11 @@ class AppData:
             return np.zeros(n), 0
         th = self.default_threshold(problem) if threshold is None else float(threshold)
         col = self.grains[problem]
-        return P.severity(col, problem, th), int(P.crossing(col, problem, th).sum())
+        sev, hit = P.severity(col, problem, th), P.crossing(col, problem, th)
+        floor = P.floor_mask(self.grains, problem, self.thresholds)
+        if floor is not None:      # e.g. preempted: also long enough off the CPU
+            sev, hit = np.where(floor, sev, 0.0), hit & floor
+        return sev, int(hit.sum())
 
     # -- prepared tables ----------------------------------------------------------
     def _hover_labels(self, g) -> np.ndarray:

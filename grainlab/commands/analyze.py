@@ -22,11 +22,14 @@ examples:
   grainlab analyze --region 2 app.parquet          # region 2 as `grainlab info` lists them
   grainlab analyze --region app.c:42 app.parquet   # every region at that line
   grainlab analyze --window 1.5s:3s app.parquet    # from the trace's start; units ns us ms s
+  grainlab analyze --weigh cpu app.parquet         # recorded with `grainlab record --cpu-time`
 
 thresholds (problem when the grain's value crosses it; docs/metrics.md):
   parallel_benefit < 1     load_balance > 1.5           work_deviation > 2 (compare)
   instantaneous_parallelism < cores used (auto)         scatter > cores per socket (auto)
   memory_hierarchy_utilization < 2 (needs stall + cycle counters)
+  preempted > 1.5 (wall / CPU time), off the CPU >= preempted_min_us = 100
+                           (needs CPU time: grainlab record --cpu-time)
 config file (TOML):  [thresholds]  parallel_benefit = 1.5
 """
 
@@ -56,6 +59,11 @@ def add_parser(subparsers):
                    help="analyze one parallel region only: its number in `grainlab info`, "
                         "or a source location (file:line, file or function) for every "
                         "region there")
+    p.add_argument("--weigh", choices=("wall", "cpu"), default="wall",
+                   help="what a grain weighs: its wall-clock time (default), or the time its "
+                        "thread really ran, as if no thread had been preempted (the critical "
+                        "path, span and parallelism then on CPU time; needs a trace recorded "
+                        "with `grainlab record --cpu-time`)")
     p.add_argument("--window", metavar="T0:T1",
                    help="analyze only this time window from the trace's start "
                         "(e.g. 120ms:300ms; units ns, us, ms, s, default ms; a side may "
@@ -70,7 +78,7 @@ def run(args) -> int:
     if args.top < 0:
         raise UsageError("--top must be >= 0")
     a = Analysis(args.trace, thresholds=th, interval=interval, region=args.region,
-                 window=args.window, progress=Progress())
+                 window=args.window, weigh=args.weigh, progress=Progress())
     report = a.report(args.top)
     if args.json:
         print(json.dumps(report))
@@ -114,6 +122,7 @@ def render(r: dict) -> str:
            f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains"
            f"{_path_share(r)})",
            f"  parallelism  {r['parallelism']:.3g} (work / span)",
+           *_cpu_lines(r),
            f"  inst. par.   interval {fmt_ns(ipx['interval_ns'])} ({ipx['interval_choice']}): "
            f"ideal mean {ipx['ideal_mean']:.3g}, min {ipx['ideal_min']}; "
            f"achieved mean {ipx['achieved_mean']:.3g}, max {ipx['achieved_max']}",
@@ -131,11 +140,14 @@ def render(r: dict) -> str:
         th = f"{p['direction']} {p['threshold']:.3g}"
         if not p["available"]:
             why = ("needs a reference run: grainlab compare" if name == "work_deviation"
+                   else r["preemption"]["reason"] if name == "preempted"
                    else r["memory_hierarchy_utilization"])
             out.append(f"  {name:<32} {th:>11}   unavailable ({why})")
             continue
         out.append(f"  {name:<32} {th:>11} {p['grains']:>8} {_pct(p['percent']):>7} "
                    f"{p['on_critical_path']:>8}  {fmt_ns(p['work_ns']):>9}")
+        if p.get("floor"):
+            out.append(f"      (and {p['floor']['column']} >= {fmt_ns(p['floor']['value'])})")
         for loc in p["locations"][:3]:
             out.append(f"      {loc['location']}: {loc['grains']} grain(s) "
                        f"({_pct(loc['of_location_grains'])} of its grains), {fmt_ns(loc['work_ns'])}")
@@ -156,7 +168,43 @@ def render(r: dict) -> str:
     if outside:
         out.append(f"  outside grains ({fmt_ns(pt['contexts_ns'] + pt['barriers_ns'])}): "
                    + ", ".join(outside))
+    note = _preempted_path_note(r)
+    if note:
+        out.append(note)
     return "\n".join(out)
+
+
+def _cpu_lines(r: dict) -> list:
+    """The summary's CPU-time lines, when the trace has CPU time."""
+    pre = r.get("preemption") or {}
+    if not pre.get("available"):
+        return []
+    wall, cpu, off = pre["grain_wall_ns"], pre["grain_cpu_ns"], pre["grain_off_cpu_ns"]
+    pct = 100.0 * off / wall if wall > 0 else 0.0
+    lines = [f"  cpu time     grains ran {fmt_ns(cpu)}, off the CPU {fmt_ns(off)} "
+             f"({pct:.1f}% of their wall time); {pre['preempted_grains']} preempted"]
+    if pre.get("wall"):
+        w = pre["wall"]
+        lines.append(f"  weights      CPU time (--weigh cpu); on wall time: work "
+                     f"{fmt_ns(w['work_ns'])}, span {fmt_ns(w['span_ns'])}, "
+                     f"parallelism {w['parallelism']:.3g}")
+    return lines
+
+
+def _preempted_path_note(r: dict) -> str:
+    """Said when the critical path runs through preempted grains."""
+    pre = r.get("preemption") or {}
+    cp = pre.get("critical_path") if pre.get("available") else None
+    if not cp or not cp["preempted_grains"]:
+        return ""
+    n = cp["preempted_grains"]
+    text = (f"  note: the critical path runs through {n} preempted grain{'s' if n != 1 else ''}: "
+            f"its threads were off the CPU {fmt_ns(cp['off_cpu_ns'])} of its "
+            f"{fmt_ns(cp['wall_ns'])} wall time")
+    if pre.get("weights") != "cpu":
+        text += (" (a busy machine?); rerun on a quieter one, or weigh grains by CPU time: "
+                 f"grainlab analyze --weigh cpu {r['trace']}")
+    return text
 
 
 def _path_share(r: dict) -> str:

@@ -1,4 +1,4 @@
-"""`grainlab record [-o TRACE] [--counters LIST] -- PROGRAM ARGS...`
+"""`grainlab record [-o TRACE] [--counters LIST] [--cpu-time] -- PROGRAM ARGS...`
 
 Runs PROGRAM with the collector loaded as its OMPT tool and checks that a
 trace came out. Everything that can be checked before the run is (output
@@ -40,20 +40,26 @@ examples:
   grainlab record -o fib.parquet -- ./build/examples/fib 25 8
   OMP_NUM_THREADS=2 grainlab record -- ./app input.txt
   grainlab record --counters task-clock,context-switches -o t.parquet -- ./app
+  grainlab record --cpu-time -o t.parquet -- ./app   # then: grainlab analyze --weigh cpu
 
 counters: Linux software events (task-clock, cpu-clock, page-faults,
-minor-faults, major-faults, context-switches, cpu-migrations) and PAPI
-presets/native events (PAPI_TOT_CYC, ...). Counters the machine cannot count
-are reported once and left out of the trace.
+minor-faults, major-faults, context-switches, cpu-migrations), off-cpu (ns the
+thread was not running: what --cpu-time records) and PAPI presets/native
+events (PAPI_TOT_CYC, ...). Counters the machine cannot count are reported
+once and left out of the trace.
 
 The program must use LLVM's OpenMP runtime (clang -fopenmp). Programs built
 with GCC use libgomp, which has no tool interface; --gomp-compat runs them on
 libomp's GOMP compatibility layer instead.
 """
 
-# The Linux software events the collector offers (collector/src/counters.c).
+# The Linux software events the collector offers (collector/src/counters.c),
+# and off-cpu, its own: ns each thread was not running (wall minus CPU time).
 SOFTWARE_COUNTERS = ("task-clock", "cpu-clock", "page-faults", "minor-faults",
-                     "major-faults", "context-switches", "cpu-migrations")
+                     "major-faults", "context-switches", "cpu-migrations", "off-cpu")
+# What --cpu-time records: the cheapest exact source of a grain's CPU time
+# (benchmarks/cpu_time_read.py: ~4 ns per read against ~1.3-2 us for task-clock).
+CPU_TIME_COUNTER = "off-cpu"
 # PAPI presets (PAPI_TOT_CYC), component-qualified native events
 # (perf::TASK-CLOCK) and bare upper-case native names; the collector asks PAPI
 # about these. Lower-case names are Linux software event names: only the list.
@@ -73,6 +79,10 @@ def add_parser(subparsers):
                    help="trace file to write (default: trace.parquet)")
     p.add_argument("--counters", metavar="LIST", default=None,
                    help="comma-separated counters to read at every grain boundary")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="also record how long each thread was really running, for each "
+                        "grain's CPU time beside its wall time (grains inflated by "
+                        "preemption; `grainlab analyze --weigh cpu`); the counter off-cpu")
     p.add_argument("--buffer-events", type=_buffer_events, metavar="N", default=None,
                    help="events buffered per thread before a flush "
                         f"({S.BUFFER_EVENTS_MIN}..{S.BUFFER_EVENTS_MAX}, default "
@@ -111,7 +121,7 @@ def run(args) -> int:
     output = Path(args.output)
     target = resolve_output(output)      # links followed; only regular files
     before = _identity(target)
-    counters = check_counters(args.counters)
+    counters = check_counters(args.counters, cpu_time=args.cpu_time)
     prog = program.inspect(command[0])
     _refuse_if_recording(output, target)
     env = os.environ.copy()
@@ -185,11 +195,11 @@ def _identity(path: Path):
     return (st.st_dev, st.st_ino, st.st_mtime_ns)
 
 
-def check_counters(spec: str | None) -> str | None:
-    if spec is None:
+def check_counters(spec: str | None, cpu_time: bool = False) -> str | None:
+    if spec is None and not cpu_time:
         return None
     names = []
-    for name in (n.strip() for n in spec.split(",")):
+    for name in (n.strip() for n in spec.split(",")) if spec is not None else ():
         if not name:
             raise UsageError(f"--counters {spec!r}: empty counter name")
         # software events whatever their case, under their perf spelling; a
@@ -198,6 +208,8 @@ def check_counters(spec: str | None) -> str | None:
             name = name.lower()
         if name not in names:
             names.append(name)
+    if cpu_time and CPU_TIME_COUNTER not in names:
+        names.append(CPU_TIME_COUNTER)
     for name in names:
         if name not in SOFTWARE_COUNTERS and not PAPI_NAME.match(name):
             raise UsageError(

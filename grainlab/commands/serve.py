@@ -30,6 +30,9 @@ def add_parser(subparsers):
     p.add_argument("trace", help="trace file written by `grainlab record`")
     p.add_argument("--compare", metavar="REF",
                    help="reference run of the same program (e.g. 1 thread): work deviation")
+    p.add_argument("--weigh", choices=("wall", "cpu"), default="wall",
+                   help="grains weigh their wall-clock time (default) or their CPU time "
+                        "(a trace recorded with `grainlab record --cpu-time`)")
     p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 = any free)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: this machine only)")
@@ -46,10 +49,10 @@ def run(args) -> int:
               "can see the trace and the source lines it names", file=sys.stderr)
     sock = _bind(args.host, args.port)     # a taken port fails now, before the long load
     progress = Progress()
-    a = Analysis(args.trace, progress=progress)
+    a = Analysis(args.trace, weigh=args.weigh, progress=progress)
     comparison = None
     if args.compare:
-        ref = Analysis(args.compare, progress=progress)
+        ref = Analysis(args.compare, weigh=args.weigh, progress=progress)
         from .compare import check_same_program
         check_same_program(ref.trace, a.trace)
         comparison = a.compare(ref)

@@ -210,7 +210,7 @@ def _loop_columns(orows, owners, chunks, slots, nodes) -> dict:
         out["first_iteration"][T:] = r.take("value", ch).astype(np.int64)
         out["iterations"][T:] = r.take("count", ch).astype(np.int64)
         out["inferred"][T:] = (r.take("flags", ch) & S.CHUNK_INFERRED) != 0
-        out["codeptr"] = r.take("codeptr", orows.at(chunks.loop_row))
+        out["codeptr"] = r.take("codeptr", chunks.loop_row)   # a row position, not a grank
         ctx = owners.ctx
         master = ctx[owners.is_implicit[T:] & (ctx["team_index"].to_numpy() == 0)]
         mt = lookup(master["thread"].to_numpy(np.float64), master["region"].to_numpy(np.uint64))

@@ -10,6 +10,7 @@ Columns added (docs/metrics.md has definitions, units, thresholds, sources):
   parallel_benefit, load_balance, scatter, earliest_start,
   instantaneous_parallelism, instantaneous_parallelism_conservative,
   memory_hierarchy_utilization   (only when stall + cycle counters exist),
+  cpu_ns, off_cpu_ns, preempted  (only when CPU time is recorded: record --cpu-time),
   work_deviation                 (only with `reference=` another run's graph).
 Already there from grainlab.graph: work, creation_cost, bookkeeping_cost,
 sync_cost, on_critical_path.
@@ -22,14 +23,16 @@ import copy
 from concurrent.futures import ThreadPoolExecutor
 
 from . import (instantaneous_parallelism, load_balance, memory_hierarchy,
-               parallel_benefit, scatter, time_decomposition, work, work_deviation)
+               parallel_benefit, preemption, scatter, time_decomposition, work,
+               work_deviation)
 from .contract import cores_used, threads_used
 from .earliest_start import earliest_start
 
 METRIC_COLUMNS = (parallel_benefit.COLUMN, load_balance.COLUMN, scatter.COLUMN,
                   instantaneous_parallelism.COLUMN,
                   instantaneous_parallelism.COLUMN_CONSERVATIVE,
-                  memory_hierarchy.COLUMN, work_deviation.COLUMN)
+                  memory_hierarchy.COLUMN, preemption.CPU_NS, preemption.OFF_CPU_NS,
+                  preemption.COLUMN, work_deviation.COLUMN)
 
 
 def compute_all(g, *, interval="median", reference=None,
@@ -68,6 +71,8 @@ def compute_all(g, *, interval="median", reference=None,
             **achieved.result()}
         step("memory hierarchy utilization")
         summary["memory_hierarchy_utilization"] = memory_hierarchy.compute(g) or "computed"
+        step("CPU time")
+        summary["cpu_time"] = preemption.compute(g) or "computed"
         step("time decomposition")
         summary["time_decomposition"] = decomposition.result()
     if reference is not None:
@@ -79,5 +84,5 @@ def compute_all(g, *, interval="median", reference=None,
 
 
 __all__ = ["compute_all", "earliest_start", "METRIC_COLUMNS", "instantaneous_parallelism",
-           "load_balance", "memory_hierarchy", "parallel_benefit", "scatter",
+           "load_balance", "memory_hierarchy", "parallel_benefit", "preemption", "scatter",
            "time_decomposition", "work", "work_deviation"]

@@ -37,7 +37,10 @@ def per_thread(g) -> pd.DataFrame:
     nodes = g.nodes
     types = nodes["type"]
     thread = nodes["thread"].to_numpy(np.int64)
-    dur = nodes["duration"].to_numpy(np.int64)
+    # thread time really spent: wall weights even in a graph weighed by CPU
+    # time (grainlab.metrics.preemption.weigh_cpu)
+    dur = nodes["wall_duration" if "wall_duration" in nodes.columns else "duration"].to_numpy(
+        np.int64)
     start = nodes["start"].to_numpy(np.int64)
     end = nodes["end"].to_numpy(np.int64)
     threads = np.unique(thread[thread >= 0])

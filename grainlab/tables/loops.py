@@ -98,6 +98,11 @@ def _instances(work, regions, lineage):
         threads=("thread", "nunique"), _pos=("pos", "min"))
     inst["end_ns"] = end.groupby("_key")["time"].max().reindex(inst.index).to_numpy(
         dtype=np.float64)
+    # the instance's address: its first WORK_BEGIN that carries one (libomp
+    # passes none on some threads)
+    known = begin[begin["codeptr"].to_numpy() != 0].drop_duplicates("_key")
+    inst["codeptr"] = pd.Series(known["codeptr"].to_numpy(np.uint64), index=known["_key"],
+                                dtype="UInt64").reindex(inst.index).fillna(0).to_numpy(np.uint64)
     inst = inst.reset_index().sort_values("_pos", kind="stable")
     # Identity: region identity (or encountering task lineage) + .w<k> / .t<k>
     region_identity = pd.Series(regions["identity"].to_numpy(dtype=object),

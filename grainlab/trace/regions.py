@@ -95,8 +95,9 @@ def choose_regions(table: pd.DataFrame, spec) -> pd.DataFrame:
     loc = table["location"].astype(str)
     hit = loc == text
     if not hit.any():
-        # file:line, file or function: a whole token of the location
-        pat = re.compile(r"(^|[\s(/])" + re.escape(text) + r"($|[\s):])")
+        # file:line, file or function (`(main, parallel)`, `(helper, inlined
+        # into main, parallel)`): a whole token of the location
+        pat = re.compile(r"(^|[\s(/])" + re.escape(text) + r"($|[\s):,])")
         hit = loc.map(lambda s: bool(pat.search(s)))
     if not hit.any():
         known = ", ".join(dict.fromkeys(loc.tolist()))
