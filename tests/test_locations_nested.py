@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import grainlab as gl
-from grainlab.regions import choose_regions
+from grainlab.trace.regions import choose_regions
 from grainlab.symbolize import (_one_per_loop, _Piece, format_locations, grain_locations,
                                 user_function)
 from conftest import REPO
@@ -225,7 +225,7 @@ def test_chunks_take_their_loops_address_when_tasks_are_untied(tmp_path, untied)
     from tracegen import TraceBuilder, task_id, team_region, team_region_end
     from grainlab import schema as S
     from grainlab.graph import build
-    from grainlab.trace import load
+    from grainlab.trace.trace import load
     b = TraceBuilder()
     init, region, imp = team_region(b, threads=2)
     kid = task_id(0, 100)
