@@ -10,6 +10,7 @@ alike: a lazy import is still a dependency."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -181,6 +182,31 @@ def test_every_import_names_a_module():
     wrong = [f"{name}:{line} imports {target}" for name, path in known.items()
              for target, line, _ in imports(name, path, known) if target not in known]
     assert not wrong, wrong
+
+
+def test_every_name_imported_from_grainlab_is_there():
+    """In the package, the tests and the benchmarks: `from grainlab.x import
+    y` finds y (a name or a submodule), whichever function the import is in."""
+    missing = []
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
+             *(ROOT / "benchmarks").rglob("*.py")]
+    for path in files:
+        package = _module_name(path) if path.name == "__init__.py" else \
+            _module_name(path).rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] \
+                if node.level else []
+            source = ".".join(base + ([node.module] if node.module else []))
+            if not (source == "grainlab" or source.startswith("grainlab.")):
+                continue
+            module = importlib.import_module(source)
+            for a in node.names:
+                if not hasattr(module, a.name) and \
+                        importlib.util.find_spec(f"{source}.{a.name}") is None:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {source}.{a.name}")
+    assert not missing, missing
 
 
 def test_every_module_has_a_layer():
