@@ -449,62 +449,62 @@ static void build_metadata(void) {
 
 /* ---------------------------------------------------------------- API */
 
-int gl_counters_init(const char *spec) {
-  nrequested = ncolumns = nperf = npapi = exclude_kernel = 0;
-  offcpu_column = -1;
-  memset(column_names, 0, sizeof column_names);
-  snprintf(metadata_json, sizeof metadata_json, "[]");
-  if (spec == NULL) return 0;
+/* One name of the comma list, from p: blanks around it dropped, checked.
+ * Returns where the list goes on, or NULL (a malformed name: said). */
+static const char *next_name(const char *p, const char *end, char name[GL_NAME_MAX]) {
+  const char *last = end;
+  while (last > p && (last[-1] == ' ' || last[-1] == '\t')) last--;
+  size_t len = (size_t)(last - p);
+  snprintf(name, GL_NAME_MAX, "%.*s", (int)(len < GL_NAME_MAX ? len : GL_NAME_MAX - 1), p);
+  int ok = len < GL_NAME_MAX;
+  for (size_t k = 0; ok && k < len; k++) ok = valid_name_char(p[k]);
+  if (!ok) {
+    char shown[GL_NAME_MAX + 4];
+    snprintf(shown, sizeof shown, "%.*s%s", (int)(len < GL_NAME_MAX ? len : GL_NAME_MAX - 1), p,
+             len < GL_NAME_MAX ? "" : "...");
+    bad_name("malformed", shown);
+    return NULL;
+  }
+  /* Software event names are matched whatever their case and recorded
+   * under their canonical (perf) spelling, so task-clock,TASK-CLOCK is one
+   * counter, not two columns of the same value. */
+  for (size_t k = 0; k < NSOFTWARE; k++)
+    if (strcasecmp(name, kSoftware[k].name) == 0)
+      snprintf(name, GL_NAME_MAX, "%s", kSoftware[k].name);
+  if (strcasecmp(name, kOffCpu) == 0) snprintf(name, GL_NAME_MAX, "%s", kOffCpu);
+  return end;
+}
 
-  /* Split the comma list; blanks around names and empty items are ignored,
-   * a repeated name counts once. */
+/* Split the comma list into `requested`; blanks around names and empty
+ * items are ignored, a repeated name counts once. 0, or -1 (said). */
+static int parse_spec(const char *spec) {
   for (const char *p = spec; *p;) {
     while (*p == ',' || *p == ' ' || *p == '\t') p++;
     if (!*p) break;
     const char *end = p;
     while (*end && *end != ',') end++;
-    const char *last = end;
-    while (last > p && (last[-1] == ' ' || last[-1] == '\t')) last--;
-    size_t len = (size_t)(last - p);
     char name[GL_NAME_MAX];
-    snprintf(name, sizeof name, "%.*s", (int)(len < GL_NAME_MAX ? len : GL_NAME_MAX - 1), p);
-    int ok = len < GL_NAME_MAX;
-    for (size_t k = 0; ok && k < len; k++) ok = valid_name_char(p[k]);
-    if (!ok) {
-      char shown[GL_NAME_MAX + 4];
-      snprintf(shown, sizeof shown, "%.*s%s", (int)(len < GL_NAME_MAX ? len : GL_NAME_MAX - 1),
-               p, len < GL_NAME_MAX ? "" : "...");
-      bad_name("malformed", shown);
-      goto fail;
-    }
-    p = end;
-    /* Software event names are matched whatever their case and recorded
-     * under their canonical (perf) spelling, so task-clock,TASK-CLOCK is one
-     * counter, not two columns of the same value. */
-    for (size_t k = 0; k < NSOFTWARE; k++)
-      if (strcasecmp(name, kSoftware[k].name) == 0)
-        snprintf(name, sizeof name, "%s", kSoftware[k].name);
-    if (strcasecmp(name, kOffCpu) == 0) snprintf(name, sizeof name, "%s", kOffCpu);
+    p = next_name(p, end, name);
+    if (!p) return -1;
     int dup = 0;
     for (int i = 0; i < nrequested; i++) dup |= strcmp(requested[i].name, name) == 0;
     if (dup) continue;
     if (nrequested == GL_MAX_REQUESTED) {
       fprintf(stderr, "grainlab: more than %d counters in GRAINLAB_COUNTERS\n",
               GL_MAX_REQUESTED);
-      goto fail;
+      return -1;
     }
     requested_counter *c = &requested[nrequested++];
     memset(c, 0, sizeof *c);
     memcpy(c->name, name, sizeof name);
     c->column = -1;
-    if (classify(c) < 0) goto fail;
+    if (classify(c) < 0) return -1;
   }
+  return 0;
+}
 
-#ifdef GL_HAVE_PAPI
-  if (papi_state > 0) papi_probe();
-#endif
-
-  /* Columns: available counters in the order they were asked for. */
+/* Columns: available counters in the order they were asked for. */
+static void assign_columns(void) {
   for (int i = 0; i < nrequested; i++) {
     requested_counter *c = &requested[i];
     if (c->available && ncolumns == GL_MAX_COUNTERS) {
@@ -530,14 +530,27 @@ int gl_counters_init(const char *spec) {
     }
     ncolumns++;
   }
+}
+
+int gl_counters_init(const char *spec) {
+  nrequested = ncolumns = nperf = npapi = exclude_kernel = 0;
+  offcpu_column = -1;
+  memset(column_names, 0, sizeof column_names);
+  snprintf(metadata_json, sizeof metadata_json, "[]");
+  if (spec == NULL) return 0;
+  if (parse_spec(spec) < 0) {
+    /* the collector disables itself: leave nothing behind */
+    gl_counters_shutdown();
+    nrequested = ncolumns = nperf = npapi = 0;
+    offcpu_column = -1;
+    return -1;
+  }
+#ifdef GL_HAVE_PAPI
+  if (papi_state > 0) papi_probe();
+#endif
+  assign_columns();
   build_metadata();
   return ncolumns;
-
-fail: /* the collector disables itself: leave nothing behind */
-  gl_counters_shutdown();
-  nrequested = ncolumns = nperf = npapi = 0;
-  offcpu_column = -1;
-  return -1;
 }
 
 const char *const *gl_counters_names(void) { return column_names; }

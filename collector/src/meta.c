@@ -337,10 +337,59 @@ static void topology_caches(strbuf *b, strbuf *errors) {
   sb_puts(b, "]");
 }
 
+/* NUMA: node ids, cpu -> node, and the distance table (rows/columns in
+ * the order of "nodes"). Without /sys/devices/system/node, one node 0. */
+static void topology_numa(strbuf *b, strbuf *errors, int ncpu) {
+  intlist nodes = {0};
+  numa_nodes(&nodes);
+  int *cpu_node = calloc((size_t)(ncpu ? ncpu : 1), sizeof *cpu_node);
+  for (size_t n = 0; n < nodes.n; n++) {
+    char path[128];
+    intlist cpus = {0};
+    snprintf(path, sizeof path, NODE_DIR "/node%d/cpulist", nodes.v[n]);
+    read_cpulist(path, &cpus);
+    for (size_t i = 0; cpu_node && i < cpus.n; i++)
+      if (cpus.v[i] >= 0 && cpus.v[i] < ncpu) cpu_node[cpus.v[i]] = nodes.v[n];
+    free(cpus.v);
+  }
+  sb_puts(b, ", \"cpu_node\": [");
+  for (int cpu = 0; cpu < ncpu; cpu++)
+    sb_printf(b, "%s%d", cpu ? ", " : "", cpu_node ? cpu_node[cpu] : 0);
+  sb_puts(b, "], \"nodes\": ");
+  if (nodes.n == 0) {
+    sb_puts(b, "[0], \"numa_distances\": [[10]]");
+  } else {
+    sb_intlist(b, &nodes);
+    sb_puts(b, ", \"numa_distances\": [");
+    for (size_t n = 0; n < nodes.n; n++) {
+      char path[128], *text;
+      snprintf(path, sizeof path, NODE_DIR "/node%d/distance", nodes.v[n]);
+      sb_puts(b, n ? ", [" : "[");
+      if ((text = read_file(path, NULL)) != NULL) {
+        /* space-separated, one entry per node in id order */
+        char *s = text, *end;
+        int first = 1;
+        for (long d = strtol(s, &end, 10); end != s; d = strtol(s, &end, 10)) {
+          sb_printf(b, "%s%ld", first ? "" : ", ", d);
+          first = 0;
+          s = end;
+        }
+        free(text);
+      } else {
+        sb_printf(errors, "%s\"cannot read %s\"", errors->len ? ", " : "", path);
+      }
+      sb_puts(b, "]");
+    }
+    sb_puts(b, "]");
+  }
+  free(cpu_node);
+  free(nodes.v);
+}
+
 char *gl_meta_topology_json(void) {
   strbuf b = {0}, errors = {0};
   sb_puts(&errors, "");
-  intlist present = {0}, online = {0}, nodes = {0};
+  intlist present = {0}, online = {0};
   if (!read_cpulist(CPU_DIR "/present", &present))
     sb_printf(&errors, "\"cannot read " CPU_DIR "/present\"");
   if (!read_cpulist(CPU_DIR "/online", &online))
@@ -363,51 +412,7 @@ char *gl_meta_topology_json(void) {
     }
     sb_puts(&b, "]");
   }
-
-  /* NUMA: node ids, cpu -> node, and the distance table (rows/columns in
-   * the order of "nodes"). Without /sys/devices/system/node, one node 0. */
-  numa_nodes(&nodes);
-  int *cpu_node = calloc((size_t)(ncpu ? ncpu : 1), sizeof *cpu_node);
-  for (size_t n = 0; n < nodes.n; n++) {
-    char path[128];
-    intlist cpus = {0};
-    snprintf(path, sizeof path, NODE_DIR "/node%d/cpulist", nodes.v[n]);
-    read_cpulist(path, &cpus);
-    for (size_t i = 0; cpu_node && i < cpus.n; i++)
-      if (cpus.v[i] >= 0 && cpus.v[i] < ncpu) cpu_node[cpus.v[i]] = nodes.v[n];
-    free(cpus.v);
-  }
-  sb_puts(&b, ", \"cpu_node\": [");
-  for (int cpu = 0; cpu < ncpu; cpu++)
-    sb_printf(&b, "%s%d", cpu ? ", " : "", cpu_node ? cpu_node[cpu] : 0);
-  sb_puts(&b, "], \"nodes\": ");
-  if (nodes.n == 0) {
-    sb_puts(&b, "[0], \"numa_distances\": [[10]]");
-  } else {
-    sb_intlist(&b, &nodes);
-    sb_puts(&b, ", \"numa_distances\": [");
-    for (size_t n = 0; n < nodes.n; n++) {
-      char path[128], *text;
-      snprintf(path, sizeof path, NODE_DIR "/node%d/distance", nodes.v[n]);
-      sb_puts(&b, n ? ", [" : "[");
-      if ((text = read_file(path, NULL)) != NULL) {
-        /* space-separated, one entry per node in id order */
-        char *s = text, *end;
-        int first = 1;
-        for (long d = strtol(s, &end, 10); end != s; d = strtol(s, &end, 10)) {
-          sb_printf(&b, "%s%ld", first ? "" : ", ", d);
-          first = 0;
-          s = end;
-        }
-        free(text);
-      } else {
-        sb_printf(&errors, "%s\"cannot read %s\"", errors.len ? ", " : "", path);
-      }
-      sb_puts(&b, "]");
-    }
-    sb_puts(&b, "]");
-  }
-
+  topology_numa(&b, &errors, ncpu);
   sb_puts(&b, ", \"caches\": ");
   topology_caches(&b, &errors);
   if (errors.len) {
@@ -417,10 +422,8 @@ char *gl_meta_topology_json(void) {
   }
   sb_puts(&b, "}");
 
-  free(cpu_node);
   free(present.v);
   free(online.v);
-  free(nodes.v);
   free(errors.p);
   return sb_finish(&b, "{}");
 }

@@ -369,12 +369,13 @@ void gl_spool_first_clock(uint64_t *origin, uint64_t *mono, uint64_t *real) {
 }
 uint64_t gl_spool_process_start(void) { return process_start(); }
 
-int gl_spool_open(const char *output_path) {
-  snprintf(out_path, sizeof out_path, "%s", output_path);
-  /* grainlab writes only regular files, and only through names it made:
-   * the trace is written to a temporary file beside the output and renamed
-   * into place by the converter, so nothing at the output path is ever
-   * unlinked or truncated (a device node, a FIFO, another program's file). */
+/* The output's real path and the spool's name beside it, both checked:
+ * grainlab writes only regular files, and only through names it made: the
+ * trace is written to a temporary file beside the output and renamed into
+ * place by the converter, so nothing at the output path is ever unlinked
+ * or truncated (a device node, a FIFO, another program's file). 1, or 0
+ * (fail_open). */
+static int name_spool(const char *output_path) {
   char target[PATH_MAX];
   if (!follow_links(output_path, target, sizeof target))
     return fail_open(errno == ELOOP ? "too many levels of symbolic links" : "path too long");
@@ -394,6 +395,14 @@ int gl_spool_open(const char *output_path) {
              S_ISLNK(st.st_mode) ? "is a symbolic link" : not_regular(st.st_mode));
     return fail_open(why);
   }
+  return 1;
+}
+
+/* Open the spool and take its lock: refused at once while another program
+ * records to it, after a short wait while the previous run's converter
+ * writes its trace. 1, or 0 (fail_open). */
+static int lock_spool(void) {
+  struct stat st;
   int waited = 0;
   for (;;) {
     /* O_NOFOLLOW: a link planted at the spool's name is refused, not followed. */
@@ -428,10 +437,15 @@ int gl_spool_open(const char *output_path) {
     }
     /* The converter we waited for unlinks the spool when done: we may hold
      * a lock on a file that no longer has a name. Then start again. */
-    if (fstat(spool_fd, &st) == 0 && st.st_nlink > 0) break;
+    if (fstat(spool_fd, &st) == 0 && st.st_nlink > 0) return 1;
     close(spool_fd);
     spool_fd = -1;
   }
+}
+
+int gl_spool_open(const char *output_path) {
+  snprintf(out_path, sizeof out_path, "%s", output_path);
+  if (!name_spool(output_path) || !lock_spool()) return 0;
   /* The spool needs reading for its magic: O_WRONLY cannot, so reopen read-only. */
   int probe = open(spool_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   int ours = probe >= 0 && is_our_spool(probe);

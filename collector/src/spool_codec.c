@@ -186,13 +186,103 @@ static inline uint64_t get(reader *r) {
   return get_long(r);
 }
 
+#define DECODE_INLINE static inline __attribute__((always_inline))
+
+/* The row's symbol: a literal defines the next one, else the row names one
+ * defined before. 0, or 1 when the row is cut short (r->bad), or -1 (*why). */
+DECODE_INLINE int read_symbol(gl_codec_state *st, reader *r, unsigned head, gl_codec_sym **y,
+                              const char **why) {
+  unsigned s = head & 0x7fu;
+  if (s == LITERAL) {
+    uint8_t event = get_byte(r), flags = get_byte(r);
+    uint64_t kind = get(r), codeptr = get(r);
+    if (kind > UINT32_MAX) r->bad = 1;
+    if (r->bad) return 1;
+    if (st->nsym < GL_CODEC_SYMBOLS) s = st->nsym++;
+    *y = &st->sym[s];
+    define(*y, event, flags, (uint32_t)kind, codeptr);
+    return 0;
+  }
+  if (s >= st->nsym) {
+    *why = "a row names a symbol the block has not defined";
+    return -1;
+  }
+  *y = &st->sym[s];
+  return 0;
+}
+
+/* The row's fields: its symbol's, plus the deltas and extras it carries.
+ * 0, or -1 (*why). */
+DECODE_INLINE int read_row(gl_codec_state *st, reader *r, unsigned head, const gl_codec_sym *y,
+                           uint32_t nc, gl_event_t *e, unsigned *nulls_out, const char **why) {
+  unsigned x = head & HEAD_EXTRAS ? get_byte(r) : 0;
+  if (x & ~X_KNOWN) {
+    *why = "unknown bits in a row's extras byte";
+    return -1;
+  }
+  memset(e, 0, sizeof *e);
+  e->event = y->event;
+  e->flags = y->flags;
+  e->kind = y->kind;
+  e->codeptr = y->codeptr;
+  e->tsc = st->last_tsc + unzigzag(get(r));
+  e->task = y->task + unzigzag(get(r));
+  e->other = y->other + unzigzag(get(r));
+  e->value = x & X_VALUE ? y->value + unzigzag(get(r)) : y->value;
+  e->count = x & X_COUNT ? y->count + unzigzag(get(r)) : y->count;
+  uint64_t cpu = x & X_CPU ? get(r) : st->last_cpu;
+  unsigned nulls = x & X_NULLS ? get_byte(r) : y->nulls;
+  if (cpu > UINT16_MAX || (nulls >> nc) != 0) {
+    *why = cpu > UINT16_MAX ? "a cpu number out of range" : "a null mask names no counter";
+    return -1;
+  }
+  e->cpu = (uint16_t)cpu;
+  *nulls_out = nulls;
+  return 0;
+}
+
+/* Row i into the rows (ev) or, when ev is NULL, the columns. */
+DECODE_INLINE void put_row(uint32_t i, const gl_event_t *e, gl_event_t *ev,
+                           const gl_event_columns *cols) {
+  if (ev) {
+    ev[i] = *e;
+    return;
+  }
+  cols->tsc[i] = e->tsc;
+  cols->task[i] = e->task;
+  cols->other[i] = e->other;
+  cols->codeptr[i] = e->codeptr;
+  cols->value[i] = e->value;
+  cols->count[i] = e->count;
+  cols->kind[i] = e->kind;
+  cols->cpu[i] = e->cpu;
+  cols->event[i] = e->event;
+  cols->flags[i] = e->flags;
+}
+
+/* Row i's counters (deltas; INT64_MIN where the null mask says none). */
+DECODE_INLINE void read_counters(gl_codec_state *st, reader *r, uint32_t i, uint32_t n,
+                                 uint32_t nc, unsigned nulls, int64_t *ctr,
+                                 const gl_event_columns *cols) {
+  for (uint32_t k = 0; k < nc; k++) {
+    int64_t c = INT64_MIN;
+    if (!(nulls >> k & 1u)) {
+      c = (int64_t)((uint64_t)st->last_ctr[k] + unzigzag(get(r)));
+      if (c == INT64_MIN) r->bad = 1; /* the null value is never a delta's result */
+      st->last_ctr[k] = c;
+    }
+    if (ctr)
+      ctr[(size_t)i * nc + k] = c;
+    else
+      cols->counters[(size_t)k * n + i] = c;
+  }
+}
+
 /* Into rows (ev, ctr) or, when ev is NULL, into columns (cols): inlined
  * into both entry points, so each has its own loop without the test. */
-static inline __attribute__((always_inline)) int decode(gl_codec_state *st, const uint8_t *in,
-                                                        size_t len, uint32_t n, uint32_t nc,
-                                                        gl_event_t *ev, int64_t *ctr,
-                                                        const gl_event_columns *cols,
-                                                        const char **why) {
+DECODE_INLINE int decode(gl_codec_state *st, const uint8_t *in, size_t len, uint32_t n,
+                         uint32_t nc, gl_event_t *ev, int64_t *ctr,
+                         const gl_event_columns *cols, const char **why) {
   reset(st);
   reader r = {in, in + len, 0};
   if (nc > GL_MAX_COUNTERS) {
@@ -201,74 +291,17 @@ static inline __attribute__((always_inline)) int decode(gl_codec_state *st, cons
   }
   for (uint32_t i = 0; i < n; i++) {
     unsigned head = get_byte(&r);
-    unsigned s = head & 0x7fu;
     gl_codec_sym *y;
-    if (s == LITERAL) {
-      uint8_t event = get_byte(&r), flags = get_byte(&r);
-      uint64_t kind = get(&r), codeptr = get(&r);
-      if (kind > UINT32_MAX) r.bad = 1;
-      if (r.bad) break;
-      if (st->nsym < GL_CODEC_SYMBOLS) s = st->nsym++;
-      y = &st->sym[s];
-      define(y, event, flags, (uint32_t)kind, codeptr);
-    } else {
-      if (s >= st->nsym) {
-        *why = "a row names a symbol the block has not defined";
-        return -1;
-      }
-      y = &st->sym[s];
-    }
-    unsigned x = head & HEAD_EXTRAS ? get_byte(&r) : 0;
-    if (x & ~X_KNOWN) {
-      *why = "unknown bits in a row's extras byte";
-      return -1;
-    }
-    gl_event_t row, *e = &row;
-    memset(e, 0, sizeof *e);
-    e->event = y->event;
-    e->flags = y->flags;
-    e->kind = y->kind;
-    e->codeptr = y->codeptr;
-    e->tsc = st->last_tsc + unzigzag(get(&r));
-    e->task = y->task + unzigzag(get(&r));
-    e->other = y->other + unzigzag(get(&r));
-    e->value = x & X_VALUE ? y->value + unzigzag(get(&r)) : y->value;
-    e->count = x & X_COUNT ? y->count + unzigzag(get(&r)) : y->count;
-    uint64_t cpu = x & X_CPU ? get(&r) : st->last_cpu;
-    unsigned nulls = x & X_NULLS ? get_byte(&r) : y->nulls;
-    if (cpu > UINT16_MAX || (nulls >> nc) != 0) {
-      *why = cpu > UINT16_MAX ? "a cpu number out of range" : "a null mask names no counter";
-      return -1;
-    }
-    e->cpu = (uint16_t)cpu;
-    if (ev) {
-      ev[i] = row;
-    } else {
-      cols->tsc[i] = e->tsc;
-      cols->task[i] = e->task;
-      cols->other[i] = e->other;
-      cols->codeptr[i] = e->codeptr;
-      cols->value[i] = e->value;
-      cols->count[i] = e->count;
-      cols->kind[i] = e->kind;
-      cols->cpu[i] = e->cpu;
-      cols->event[i] = e->event;
-      cols->flags[i] = e->flags;
-    }
-    for (uint32_t k = 0; k < nc; k++) {
-      int64_t c = INT64_MIN;
-      if (!(nulls >> k & 1u)) {
-        c = (int64_t)((uint64_t)st->last_ctr[k] + unzigzag(get(&r)));
-        if (c == INT64_MIN) r.bad = 1; /* the null value is never a delta's result */
-        st->last_ctr[k] = c;
-      }
-      if (ev)
-        ctr[(size_t)i * nc + k] = c;
-      else
-        cols->counters[(size_t)k * n + i] = c;
-    }
+    int rc = read_symbol(st, &r, head, &y, why);
+    if (rc < 0) return -1;
+    if (rc) break;
+    gl_event_t row;
+    unsigned nulls;
+    if (read_row(st, &r, head, y, nc, &row, &nulls, why) != 0) return -1;
+    put_row(i, &row, ev, cols);
+    read_counters(st, &r, i, n, nc, nulls, ev ? ctr : 0, cols);
     if (r.bad) break;
-    remember(st, y, e, nulls);
+    remember(st, y, &row, nulls);
   }
   if (r.bad) {
     *why = "a row runs past the end of the block, or a number is malformed";
