@@ -25,7 +25,7 @@ user runs them (fresh CLI processes, peak RSS from each child's rusage) and
 prints peak bytes per grain at both depths side by side: the figure must not
 grow with depth. Targets at depth 2,000, 10^6 tasks: info <= 3 s and <= 1 GiB,
 analyze <= 10 s and <= 2.5 GiB. --deep-steps info skips analyze. (Before
-compact identities, grainlab/identity.py, analyze held O(tasks x depth)
+compact identities, grainlab/tables/identity.py, analyze held O(tasks x depth)
 lineage strings: 14.3 GiB and 46 s at depth 2,000 against 1.6 GiB at depth
 20; now the two depths take the same bytes per grain.)
 """

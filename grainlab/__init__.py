@@ -8,7 +8,7 @@ level of grains (tasks and loop chunks).
     a = gl.analyze("fib.parquet")   # the grain graph, metrics, problems (grainlab.analysis)
     a.grains; a.problems(); a.by_location(); a.summary
     gl.characterize(["a.parquet", "traces/"])   # one row of properties per trace
-    gl.scan("big.parquet").summary()   # what `grainlab info` says, streamed (grainlab.stream)
+    gl.scan("big.parquet").summary()   # what `grainlab info` says, streamed (grainlab.trace.scan)
 """
 from .errors import GrainlabError, TraceError
 

@@ -1,4 +1,4 @@
-"""Compact identities (issue 7, "Scale"; grainlab/identity.py).
+"""Compact identities (issue 7, "Scale"; grainlab/tables/identity.py).
 
 Per task the identity is a parent, one step and a 128-bit path hash; strings
 are made on demand. Checked here:

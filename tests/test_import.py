@@ -34,7 +34,7 @@ def test_the_api_is_there_when_asked_for():
 
 def test_api_names_are_not_shadowed_by_submodules():
     """A submodule named like an API function would replace it on the package
-    once imported (grainlab.characterization, not grainlab.characterize)."""
+    once imported (grainlab.suite.characterization, not grainlab.characterize)."""
     r = subprocess.run([sys.executable, "-c",
                         "import grainlab as gl, grainlab.cli\n"
                         "for m in grainlab.cli.command_modules(): pass\n"

@@ -1,7 +1,7 @@
 """`grainlab info` reads event columns, it does not analyze: its answers on a
 deep task tree are the program's own formulas, and its memory grows neither
 with the tree's depth nor with the number of events (it streams row groups,
-grainlab.stream); peak memory is checked, never time."""
+grainlab.trace.scan); peak memory is checked, never time."""
 from __future__ import annotations
 
 import json

@@ -30,7 +30,7 @@ def test_records_a_trace_and_passes_output_through(tmp_path, example):
 
 @pytest.mark.parametrize("program, args", [("loops", ("all", 500)), ("depend_if0", (12, 3))])
 def test_closing_line_counts_what_the_trace_holds(tmp_path, example, program, args):
-    """The closing line is counted by streaming the trace (grainlab.stream), the
+    """The closing line is counted by streaming the trace (grainlab.trace.scan), the
     same numbers as loading it: events (dependence waits folded away),
     threads, tasks, chunk events."""
     out = tmp_path / "t.parquet"

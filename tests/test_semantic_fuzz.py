@@ -107,7 +107,7 @@ CASES = [self_parent, parent_cycle, child_before_parent, id_reused, negative_cou
 @pytest.mark.parametrize("corrupt", CASES, ids=[c.__name__ for c in CASES])
 def test_the_analysis_reports_the_validation_error_while_it_builds(base, tmp_path, corrupt):
     """The analysis builds its graph while the trace is validated on a thread
-    (grainlab.trace.load_checking): whatever the build makes of the damaged
+    (grainlab.trace.trace.load_checking): whatever the build makes of the damaged
     events, the error is the validation's, word for word, from any entry."""
     import grainlab
     from grainlab.errors import TraceError

@@ -106,7 +106,7 @@ _NAME_FIELDS = ("parent", "tag", "a", "b", "level", "length", "h1", "h2")
 
 
 def names_table(names) -> pa.Table:
-    """The identity forest (grainlab.identity.Names) as a table."""
+    """The identity forest (grainlab.tables.identity.Names) as a table."""
     return pa.table({f: getattr(names, f) for f in _NAME_FIELDS})
 
 

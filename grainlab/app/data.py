@@ -114,7 +114,7 @@ class AppData:
         g = self.analysis.graph
         row = self.grains.loc[gid]
         # the identity, made for this grain (the column exists only while
-        # identities are short: grainlab.identity)
+        # identities are short: grainlab.tables.identity)
         if "identity" not in row.index:
             ident = g.identities([gid])[0]
             row = pd.concat([pd.Series({"kind": row["kind"], "identity": ident}, dtype=object),

@@ -69,7 +69,7 @@ OVERLAP_EVENTS = 8_000_000
 def build(trace, creation_quantile: float = 0.10, checkpoint=None) -> GrainGraph:
     """The grain graph of `trace` (a grainlab.trace.Trace). checkpoint: called
     between phases; it may raise to stop the build (the analysis validates
-    the trace meanwhile: grainlab.trace.load_checking)."""
+    the trace meanwhile: grainlab.trace.trace.load_checking)."""
     check = checkpoint or (lambda: None)
     lane = ThreadPoolExecutor(1, thread_name_prefix="grainlab-build") \
         if len(trace.events) < OVERLAP_EVENTS else None

@@ -22,7 +22,7 @@ class GrainGraph:
 
     def __init__(self, nodes: pd.DataFrame, edges: pd.DataFrame, grains: pd.DataFrame,
                  contexts: pd.DataFrame, meta: dict, names=None, identity_node=None):
-        # identity forest (grainlab.identity) and the node of every grain then
+        # identity forest (grainlab.tables.identity) and the node of every grain then
         # every context in it (by id); None for a graph without one.
         self.names = names
         self.identity_node = None if identity_node is None else np.asarray(identity_node, np.int64)
@@ -93,7 +93,7 @@ class GrainGraph:
 
     def identity_hashes(self):
         """(h1, h2, valid) per grain (row order = grain id): the 128-bit
-        identity hash (grainlab.identity), or None without a forest."""
+        identity hash (grainlab.tables.identity), or None without a forest."""
         nodes = self.identity_nodes()
         if nodes is None:
             return None
@@ -104,7 +104,7 @@ class GrainGraph:
     def identities(self, ids=None) -> np.ndarray:
         """Identity strings of grain / context ids (default: every grain),
         made on demand (O(k x depth) for k ids): the "identity" column holds
-        them too, but only while every identity is short (grainlab.identity).
+        them too, but only while every identity is short (grainlab.tables.identity).
         Object array; None where an id has no identity."""
         G = len(self.grains)
         ids = np.arange(G) if ids is None else np.asarray(ids, np.int64).ravel()

@@ -23,7 +23,7 @@ class Owners:
     (initial tasks, then implicit tasks by region and team index)."""
     explicit: pd.DataFrame   # id, parent, flags, codeptr, child_index, node (identity)
     ctx: pd.DataFrame        # id, parent, region, team_index, team_size, thread, node, kind
-    names: object            # identity forest (grainlab.identity.Names)
+    names: object            # identity forest (grainlab.tables.identity.Names)
     ids: IdIndex             # task id -> owner
     untied: bool             # some task may migrate between threads
     is_initial: np.ndarray   # bool per owner

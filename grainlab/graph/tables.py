@@ -55,7 +55,7 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
                                              per_grain, waiter, n_waited)
     contexts = _context_table(owners, edges, public, per_grain, len(grains))
     # identity strings: a column only while they are short and few
-    # (grainlab.identity.as_column), else made on demand (g.identities).
+    # (grainlab.tables.identity.as_column), else made on demand (g.identities).
     # Made on a thread (Arrow releases the GIL) while the critical path runs:
     # IdentityColumns.attach puts them in place.
     both = np.concatenate([grain_node, owners.ctx["node"].to_numpy(np.int64)])

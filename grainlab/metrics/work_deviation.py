@@ -24,7 +24,7 @@ def match(grains_a: pd.DataFrame, grains_b: pd.DataFrame, hashes_a=None,
 
     With both graphs' identity hashes (GrainGraph.identity_hashes(): h1, h2,
     valid per grain row) grains match by (kind, 128-bit identity hash)
-    (grainlab.identity: equal identities have equal hashes; no string is
+    (grainlab.tables.identity: equal identities have equal hashes; no string is
     made); otherwise by (kind, identity string). Grains without an identity
     match nothing."""
     if hashes_a is not None and hashes_b is not None:

@@ -2,7 +2,7 @@
 
 Every named thing is a node of one forest (`Names`): a parent node and one
 *step* (tag, a, b).  A node's identity string is its root's step followed by
-every step down to it (docs/trace-format.md "Identity", grainlab/lineage.py):
+every step down to it (docs/trace-format.md "Identity", grainlab/tables/tasks.py):
 
   ROOT      "<a>"               initial task a
   EXPLICIT  ".<a>"              explicit child a of its parent

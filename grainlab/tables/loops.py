@@ -50,7 +50,7 @@ def thread_order(ev) -> np.ndarray:
 
 def _lineage_by_id(tasks, names):
     """task ids -> lineage strings (None: unknown task), made on demand for
-    the tasks asked about (grainlab.identity), never for every task."""
+    the tasks asked about (grainlab.tables.identity), never for every task."""
     from ..idindex import IdIndex
     index = IdIndex(tasks["id"].to_numpy())
 

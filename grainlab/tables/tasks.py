@@ -6,7 +6,7 @@ scheduling:
   implicit task i of region r of L     "L.p<r>.i<i>"  ("L.p<r>" for a single winner)
   explicit child c of L                "L.<c>"
 Per task only a parent, one step and a 128-bit path hash are kept, computed
-level by level (grainlab/identity.py): nothing per task grows with depth.
+level by level (grainlab/tables/identity.py): nothing per task grows with depth.
 The strings are made on demand (`trace.task_names().strings(rows)`); the
 `lineage` column exists only while lineages are short or few
 (grainlab.identity.materialise).
@@ -34,7 +34,7 @@ INITIAL, IMPLICIT, EXPLICIT = 0, 1, 2
 
 class TaskTable(NamedTuple):
     """tasks: one row per task (Trace.tasks()); regions: one row per parallel
-    region (Trace.regions()); names: the identity forest (grainlab.identity),
+    region (Trace.regions()); names: the identity forest (grainlab.tables.identity),
     node i = task row i, regions["identity_node"] the regions' nodes."""
     tasks: pd.DataFrame
     regions: pd.DataFrame
@@ -239,7 +239,7 @@ def _add_lineage(tasks, regions, with_strings=True):
 
     tasks["winner"] = winner
 
-    # Identity (grainlab.identity): per task a parent row and one step, a
+    # Identity (grainlab.tables.identity): per task a parent row and one step, a
     # 128-bit path hash and a level, computed level by level; strings only on
     # demand (the "lineage" column only while every lineage is short).
     tag = np.full(n, ROOT, dtype=np.int8)

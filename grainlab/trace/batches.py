@@ -33,7 +33,7 @@ BATCH_ROWS = 1 << 17
 def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None):
     """The events of an open Parquet trace in batches (columns=None: read every
     column, though only the fixed ones are converted). `sizes`: rows per row
-    group; `fold`: a grainlab.depwait.FoldPlan to apply. A read error is a
+    group; `fold`: a grainlab.trace.dependence_waits.FoldPlan to apply. A read error is a
     TraceError naming the file, as when `grainlab.load` reads it whole.
 
     Whole row groups are read, several at a time up to `batch_rows` rows (a

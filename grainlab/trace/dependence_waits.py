@@ -48,7 +48,7 @@ class FoldPlan:
     value_value: np.ndarray
 
     def apply(self, batch: dict) -> dict:
-        """The batch (grainlab.batches) as it is once folded."""
+        """The batch (grainlab.trace.batches) as it is once folded."""
         pos = batch["pos"]
         if not len(pos):
             return batch
@@ -113,7 +113,7 @@ def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 def fold_plan(ev: dict) -> FoldPlan | None:
     """The fold of the rows `ev` (COLUMNS and `pos`, in file order), or None
     when they create no pseudo-task. `ev` may be the whole trace, or only the
-    rows the fold looks at (grainlab.stream streams a file that way): every
+    rows the fold looks at (grainlab.trace.scan streams a file that way): every
     pseudo-task create, every schedule row that can end a wait, the dependence
     rows of pseudo-tasks, and, for each wait end, the row that follows it on
     its thread in (tsc, position) order."""

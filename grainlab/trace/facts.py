@@ -1,12 +1,12 @@
 """The facts `grainlab info` reports about a trace, as one flat dict.
 
-Counted from the event columns alone, batch by batch (grainlab.batches): no
+Counted from the event columns alone, batch by batch (grainlab.trace.batches): no
 task, lineage or chunk tables are built, so `info` costs O(events) time, and
 its memory is one batch plus the few rows kept per explicit task, parallel
-region and worksharing begin (grainlab.batches.Collected) whatever the number
+region and worksharing begin (grainlab.trace.batches.Collected) whatever the number
 of events and the tree's depth (a 2,000-deep tree's lineage strings alone
 would take gigabytes). `summarize(trace)` counts a loaded trace's events as
-one batch; grainlab.stream streams a file through the same `Facts`.
+one batch; grainlab.trace.scan streams a file through the same `Facts`.
 """
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def region_list(parallel: dict, initial, origin: int, meta: dict) -> list:
 
 
 def loop_count(work: dict) -> int:
-    """Loop instances as loops() names them (grainlab.chunks): the k-th
+    """Loop instances as loops() names them (grainlab.tables.loops): the k-th
     worksharing construct a region's implicit tasks begin is one instance
     (region, k); the k-th taskloop a task begins is one (task, k). Counted on
     the WORK_BEGIN rows only (`work`: their thread, kind, task, other columns,

@@ -21,7 +21,7 @@ PARQUET_MAGIC = b"PAR1"
 def open_trace(path: Path) -> tuple[pq.ParquetFile, dict]:
     """The trace's Parquet file, open, and its metadata, checked (the file is a
     grainlab trace of a schema this reader knows, with the columns it needs):
-    what `load` and grainlab.stream do before they read events."""
+    what `load` and grainlab.trace.scan do before they read events."""
     from .spool import ensure_trace
     ensure_trace(path)
     parquet = _open_parquet(path)

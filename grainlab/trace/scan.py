@@ -1,7 +1,7 @@
 """Read a trace without loading it: `scan(path)` streams the file's row groups
-(grainlab.batches) through the same checks as `grainlab.load`
-(grainlab.validate) and the same counts as `Trace.summary()`
-(grainlab.summary), and returns what `grainlab info` prints (and `record`'s
+(grainlab.trace.batches) through the same checks as `grainlab.load`
+(grainlab.trace.validate) and the same counts as `Trace.summary()`
+(grainlab.trace.facts), and returns what `grainlab info` prints (and `record`'s
 closing line, when the converter's counts cannot stand in: `closing_counts`).
 Same answers, same one-line errors, same problems in the same
 order as loading the trace would give; memory is one batch of events plus a
@@ -12,7 +12,7 @@ the rows kept per task, region and worksharing begin), one over five columns
 of the schedule rows (which tasks run before they are created, switch away
 before they start, or name tasks that do not exist), and a third only when a
 task was seen on two threads. A trace with dependence-wait pseudo-tasks
-(grainlab.depwait) first gets two passes that find what folding them changes.
+(grainlab.trace.dependence_waits) first gets two passes that find what folding them changes.
 """
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def _first_pass(parquet, path, sizes, fold):
 
 
 def fold_plan(parquet, path, sizes) -> depwait.FoldPlan:
-    """grainlab.depwait's fold of a file, from the rows it looks at only:
+    """grainlab.trace.dependence_waits's fold of a file, from the rows it looks at only:
     pseudo-task creates and wait ends (a pass), then the pseudo-tasks'
     dependence rows and the row after each wait end on its thread in (tsc,
     position) order (a second pass)."""

@@ -25,7 +25,7 @@ from .file import open_trace, row_group_sizes, run_state
 def load(path) -> "Trace":
     """Read and validate the trace at `path`. If the collector is still writing
     it (a locked `<path>.spool`), wait; if a killed run left only the spool,
-    convert it first (grainlab.spool)."""
+    convert it first (grainlab.trace.spool)."""
     trace = _read_trace(path)
     from .validate import validate  # validation needs the Trace's helpers
     validate(trace)
@@ -135,7 +135,7 @@ class Trace:
         return self._task_table.tasks
 
     def task_names(self):
-        """The identity forest of the tasks (grainlab.identity.Names): node i
+        """The identity forest of the tasks (grainlab.tables.identity.Names): node i
         is row i of tasks(), regions()["identity_node"] the regions' nodes;
         `.strings(nodes)` makes lineage strings on demand."""
         return self._task_table.names

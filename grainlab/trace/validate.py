@@ -8,12 +8,12 @@ events) they are recorded in `problems` instead, since missing rows are
 expected there. Begins without ends are always problems, never errors: a run
 stopped mid-way leaves them.
 
-The checks see the events as batches in file order (grainlab.batches): the
+The checks see the events as batches in file order (grainlab.trace.batches): the
 whole table at once for a loaded trace (`validate`), or a file streamed row
-groups at a time (`grainlab info`, grainlab.stream), with the same answers and
+groups at a time (`grainlab info`, grainlab.trace.scan), with the same answers and
 the same messages either way. What they keep between batches is bounded: a
 few numbers per thread and per nesting key (thread, region, implicit task),
-and per explicit task its create row (grainlab.batches.Collected) and, from a
+and per explicit task its create row (grainlab.trace.batches.Collected) and, from a
 second pass over the schedule rows, its first run and first switch away
 (~30 bytes). Only when some task ran on two threads does a third pass read
 the schedule rows of those tasks.
