@@ -88,7 +88,7 @@ def test_regions_agree_between_1_and_2_threads(record):
 def test_achieved_parallelism_never_exceeds_the_threads(record, program, args, threads):
     g = gl.analyze(record(program, *args, threads=threads)).graph
     prof = ip.achieved_profile(g)
-    summ = ip.achieved_summary(g)
+    summ = ip.achieved_stats(g)
     assert prof["running"].max() <= threads and summ["achieved_max"] <= threads
     assert prof["running"].min() >= 0 and prof["running"].iloc[-1] == 0
     if threads == 1:
@@ -231,7 +231,7 @@ def test_achieved_mean_is_the_threads_busy_time_over_the_window(record, program,
     g = gl.analyze(record(program, *args, threads=threads)).graph
     prof = ip.achieved_profile(g)
     window = int(prof["time"].iloc[-1] - prof["time"].iloc[0])
-    mean = ip.achieved_summary(g)["achieved_mean"]
+    mean = ip.achieved_stats(g)["achieved_mean"]
     assert mean * window == pytest.approx(_reference_busy(g), rel=1e-9)
 
 

@@ -156,7 +156,7 @@ def test_time_decomposition_per_thread():
     t = time_decomposition.per_thread(g).set_index("thread")
     assert t.loc[0, "work"] == 4 and t.loc[0, "schedule"] == 3 and t.loc[0, "idle"] == 2
     assert t.loc[1, "work"] == 7 and t.loc[1, "schedule"] == 2 and t.loc[1, "idle"] == 0
-    s = time_decomposition.summary(g)
+    s = time_decomposition.decompose(g)
     assert s["OVR"] == pytest.approx(18 / 11)
     terms = time_decomposition.speedup_terms(s, {**s, "work": 11 / 1.1})
     assert terms["WTI"] == pytest.approx(1.1)

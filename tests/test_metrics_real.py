@@ -103,7 +103,7 @@ def test_achieved_profile_and_its_summary_agree(record, name, args):
     prof = ip.achieved_profile(g)
     t, r = prof["time"].to_numpy(), prof["running"].to_numpy()
     assert r[-1] == 0 and (r >= 0).all() and r.max() <= 2     # 2 threads
-    s = ip.achieved_summary(g)
+    s = ip.achieved_stats(g)
     assert s["achieved_max"] == r.max()
     assert s["achieved_mean"] == pytest.approx((r[:-1] * np.diff(t)).sum() / (t[-1] - t[0]))
 

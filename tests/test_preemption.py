@@ -95,7 +95,7 @@ def test_cpu_time_and_preempted_by_hand(counter):
     assert P.flagged(gr, "preempted", {**th, "preempted_min_us": 5.0}).sum() == 2
     assert P.flagged(gr, "preempted", {**th, "preempted": 4.5}).sum() == 0
     # the wall-time critical path runs through grain 1: 9 of its 12 ms off the CPU
-    s = preemption.summary(g, P.flagged(gr, "preempted", th))
+    s = preemption.report(g, P.flagged(gr, "preempted", th))
     assert s["critical_path"] == {"preempted_grains": 1, "wall_ns": 12 * MS,
                                   "off_cpu_ns": 9 * MS}
     assert s["grain_cpu_ns"] == 3 * MS + 2 * US + 9 * MS

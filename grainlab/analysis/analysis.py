@@ -27,15 +27,15 @@ import pandas as pd
 from .. import problems as P
 from ..errors import GrainlabError
 from ..trace.file import trace_key
+from .options import Options
 
 DEFAULT_TOP = 10
 
 
-WEIGHTS = ("wall", "cpu")
 
 
 def analyze(trace_or_path, *, reference=None, thresholds=None, interval="median",
-            region=None, window=None, weigh="wall", progress=None) -> "Analysis":
+            region=None, window=None, weigh="wall", options=None, progress=None) -> "Analysis":
     """An Analysis of a trace (a `grainlab.Trace` or a path to one).
 
     reference:  another run of the same program (Analysis, Trace or path) ->
@@ -51,46 +51,46 @@ def analyze(trace_or_path, *, reference=None, thresholds=None, interval="median"
                 time their thread really ran (a trace recorded with
                 `grainlab record --cpu-time`): critical path, span, work and
                 parallelism as if no thread had been preempted
+    options:    all of the above as one grainlab.analysis.options.Options
+                (then the keywords are not given)
     progress:   optional callable(str), told before each long step
     """
-    return Analysis(trace_or_path, reference=reference, thresholds=thresholds,
-                    interval=interval, region=region, window=window, weigh=weigh,
-                    progress=progress)
+    options = options or Options(thresholds=thresholds, interval=interval, region=region,
+                                 window=window, weigh=weigh)
+    return Analysis(trace_or_path, reference=reference, options=options, progress=progress)
 
 
 class Analysis:
     """Lazy, cached results of analyzing one trace (see the module doc)."""
 
-    def __init__(self, trace_or_path, *, reference=None, thresholds=None,
-                 interval="median", region=None, window=None, weigh="wall", progress=None):
+    def __init__(self, trace_or_path, *, reference=None, options: Options | None = None,
+                 progress=None, **keywords):
+        """keywords: thresholds, interval, region, window, weigh (as `analyze`
+        takes them), or `options` (an Options) instead."""
         from ..trace.trace import Trace
         self._progress = progress or (lambda _msg: None)
         given = isinstance(trace_or_path, Trace)
         self._given_trace = trace_or_path if given else None
         self.path = Path(trace_or_path.path if given else trace_or_path)
-        self.thresholds = P.thresholds(flags=None) if thresholds is None else \
-            {**P.default_thresholds(), **{k: P.parse_value(k, v, "thresholds")
-                                          for k, v in thresholds.items()}}
-        self.interval = interval
+        if options is not None and keywords:
+            raise TypeError("Analysis: give options or keywords, not both")
+        self.options = options or Options(**keywords)   # bad values fail before loading
         self._reference = reference
-        self.region = region
-        if weigh not in WEIGHTS:
-            from ..errors import UsageError
-            raise UsageError(f"weigh={weigh!r}: expected one of {', '.join(WEIGHTS)}")
-        self.weigh = weigh
-        self.window = None
-        if window is not None:
-            from ..trace.regions import parse_window
-            self.window = parse_window(window)     # a bad window fails before loading
         self._saved = None
+
+    # what it was asked for (Options)
+    thresholds = property(lambda self: self.options.thresholds)
+    interval = property(lambda self: self.options.interval)
+    region = property(lambda self: self.options.region)
+    window = property(lambda self: self.options.window)
+    weigh = property(lambda self: self.options.weigh)
 
     @classmethod
     def from_saved(cls, parts, *, progress=None) -> "Analysis":
         """The analysis a store kept (grainlab.analysis.store.Saved): its graph,
         metrics, run facts and locations as they were saved; the trace is
         read only if asked for."""
-        a = cls(parts.trace, thresholds=parts.thresholds, interval=parts.interval,
-                region=parts.region, window=parts.window, weigh=parts.weigh, progress=progress)
+        a = cls(parts.trace, options=parts.options, progress=progress)
         a._saved = parts
         return a
 
@@ -190,8 +190,7 @@ class Analysis:
             return None
         if ref is None or isinstance(ref, Analysis):
             return ref
-        return Analysis(ref, thresholds=self.thresholds, interval=self.interval,
-                        weigh=self.weigh, progress=self._progress)
+        return Analysis(ref, options=self.options.for_reference(), progress=self._progress)
 
     @cached_property
     def locations(self) -> pd.Series:
@@ -287,7 +286,7 @@ class Analysis:
         })
 
     def preemption(self, found=None) -> dict:
-        """CPU time and preemption (grainlab.metrics.preemption.summary): the
+        """CPU time and preemption (grainlab.metrics.preemption.report): the
         grains' CPU and off-CPU time, how many are preempted, how much of the
         critical path's time its threads were off the CPU; with the
         wall-weighted span when weighed by CPU time."""
@@ -296,7 +295,7 @@ class Analysis:
         g = self.graph
         hit = P.flagged(g.grains, "preempted", self.resolved_thresholds) \
             if found["preempted"]["available"] else None
-        return preemption.summary(g, hit)
+        return preemption.report(g, hit)
 
     @cached_property
     def summary(self) -> dict:
@@ -355,9 +354,8 @@ def open(directory, *, progress=None) -> Analysis:  # noqa: A001 (gl.open is the
     parts = store.open_saved(directory)
     if parts.current:
         return Analysis.from_saved(parts, progress=progress)
-    a = Analysis(parts.trace, reference=parts.reference, thresholds=parts.thresholds,
-                 interval=parts.interval, region=parts.region, window=parts.window,
-                 weigh=parts.weigh, progress=progress)
+    a = Analysis(parts.trace, reference=parts.reference, options=parts.options,
+                 progress=progress)
     store.save(a, directory)
     return a
 
@@ -403,8 +401,8 @@ class Comparison:
             "work_b_ns": gr["work"].to_numpy(np.int64), "work_deviation": dev,
             "inflated": inflated, "on_critical_path": gr["on_critical_path"].to_numpy(bool)},
             index=gr.index)
-        self.time_a = time_decomposition.summary(ga)
-        self.time_b = time_decomposition.summary(gb)
+        self.time_a = time_decomposition.decompose(ga)
+        self.time_b = time_decomposition.decompose(gb)
         self.terms = time_decomposition.speedup_terms(self.time_b, self.time_a)
 
     @cached_property

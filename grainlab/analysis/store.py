@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import GrainlabError
+from .options import Options
 
 FORMAT = 1
 TABLES = ("nodes", "edges", "grains", "contexts")
@@ -68,11 +69,7 @@ def save(a, directory: Path) -> Path:
         "trace_key": _key_of(a.path),
         "reference": None if ref is None else str(Path(ref.path).resolve()),
         "reference_key": None if ref is None else _key_of(ref.path),
-        "thresholds": a.thresholds,
-        "interval": a.interval,
-        "region": a.region if a.region is None else str(a.region),
-        "window": None if a.window is None else list(a.window),
-        "weigh": a.weigh,
+        **a.options.to_doc(),     # thresholds, interval, region, window, weigh
         "run": a.run,
         "graph": {"critical_path": g.critical_path.tolist(),
                   "critical_grains": g.critical_grains.tolist(),
@@ -141,24 +138,15 @@ def is_current(doc: dict) -> bool:
     return True
 
 
-def _window(doc):
-    w = doc.get("window")
-    return None if w is None else tuple(w)
-
-
 @dataclass
 class Saved:
     """What a saved analysis holds, as plain parts: what it was made from
-    (trace, reference, thresholds, interval, region, window, weigh) and, when it can
-    be trusted (`current`), the graph with its metric columns, the metric
-    values, the run facts and the grains' locations (Analysis.from_saved)."""
+    (trace, reference, options) and, when it can be trusted (`current`), the
+    graph with its metric columns, the metric values, the run facts and the
+    grains' locations (Analysis.from_saved)."""
     trace: str
     reference: str | None
-    thresholds: dict | None
-    interval: object
-    region: object
-    window: tuple | None
-    weigh: str
+    options: Options
     current: bool
     graph: object = None
     metrics: dict | None = None
@@ -171,9 +159,7 @@ def open_saved(directory: Path) -> Saved:
     False) has only what it was made from, to be rebuilt from its trace."""
     doc = _read_doc(directory)
     parts = Saved(trace=doc["trace"], reference=doc.get("reference"),
-                  thresholds=doc.get("thresholds"), interval=doc.get("interval", "median"),
-                  region=doc.get("region"), window=_window(doc), weigh=doc.get("weigh", "wall"),
-                  current=is_current(doc))
+                  options=Options.from_doc(doc), current=is_current(doc))
     if not parts.current:
         if not os.path.exists(parts.trace):
             raise GrainlabError(f"{directory}: saved by another grainlab version and its "

@@ -20,7 +20,7 @@ class AppData:
         a = self.analysis = analysis
         self.comparison = comparison
         g = a.graph_with_metrics
-        self.summary = a.summary
+        self.report = a.summary
         step("laying out the grain graph")
         self.n_grains = len(g.grains)
         self.grains = a.grains
@@ -46,7 +46,7 @@ class AppData:
                                       ["optimistic", "conservative"])
         self.achieved = downsample_steps(profiles["achieved"], "time", ["running"])
         self.span_note = a.span_note
-        self.cores = int(self.summary["cores_used"])
+        self.cores = int(self.report["cores_used"])
         threads = sorted(set(seg["thread"].tolist()) - {-1})
         self.thread_rows = {t: i for i, t in enumerate(threads)}
         self.segments["row"] = seg["thread"].map(self.thread_rows).fillna(-1).astype(np.int64)

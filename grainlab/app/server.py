@@ -35,7 +35,7 @@ async function(n) {
 def create_app(analysis=None, comparison=None, data: AppData | None = None,
                progress=None) -> Dash:
     data = data or AppData(analysis, comparison, progress=progress)
-    app = Dash(__name__, title=f"grainlab: {Path(data.summary['trace']).name}",
+    app = Dash(__name__, title=f"grainlab: {Path(data.report['trace']).name}",
                assets_folder=str(ASSETS), serve_locally=True,
                suppress_callback_exceptions=False)
     app.server.route("/_grainlab/alive")(lambda: "ok")
@@ -55,7 +55,7 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
 
 
 def _header(data: AppData):
-    s = data.summary
+    s = data.report
     return html.Div(className="header", children=[
         html.Div([html.B("grainlab"), " · ", html.Span(s["program"], id="program")]),
         html.Div(id="run-summary", children=(

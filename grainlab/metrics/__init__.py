@@ -3,7 +3,7 @@
     import grainlab as gl
     from grainlab.metrics import compute_all
     g = gl.load("fib.parquet").graph()
-    summary = compute_all(g)            # adds the columns below, returns graph-level values
+    values = compute_all(g)            # adds the columns below, returns graph-level values
     g.grains[["work", "parallel_benefit", "instantaneous_parallelism"]]
 
 Columns added (docs/metrics.md has definitions, units, thresholds, sources):
@@ -38,7 +38,7 @@ METRIC_COLUMNS = (parallel_benefit.COLUMN, load_balance.COLUMN, scatter.COLUMN,
 def compute_all(g, *, interval="median", reference=None,
                 max_intervals: int = instantaneous_parallelism.MAX_INTERVALS,
                 progress=None) -> dict:
-    """Add every metric column to `g.grains`; return a JSON-able summary dict.
+    """Add every metric column to `g.grains`; return the graph-level values (a JSON-able dict).
 
     interval:  "median" | "min" | "gap" | ns, for instantaneous parallelism
     reference: graph of a reference run (e.g. 1 thread) -> work_deviation column
@@ -53,34 +53,34 @@ def compute_all(g, *, interval="median", reference=None,
     frozen = copy.copy(g)
     frozen.grains = g.grains.copy(deep=False)
     with ThreadPoolExecutor(1, thread_name_prefix="grainlab-summaries") as pool:
-        decomposition = pool.submit(time_decomposition.summary, frozen)
-        achieved = pool.submit(instantaneous_parallelism.achieved_summary, frozen)
-        summary = work.summary(g)
-        summary["cores_used"] = cores_used(g)
-        summary["threads_used"] = threads_used(g)
+        decomposition = pool.submit(time_decomposition.decompose, frozen)
+        achieved = pool.submit(instantaneous_parallelism.achieved_stats, frozen)
+        values = work.graph_values(g)
+        values["cores_used"] = cores_used(g)
+        values["threads_used"] = threads_used(g)
         step("parallel benefit")
         parallel_benefit.compute(g)
         step("load balance")
         load_balance.compute(g)
         step("scatter")
-        summary["scatter_distance"] = scatter.compute(g)
-        summary["cores_per_socket"] = scatter.cores_per_socket(g.meta, summary["cores_used"])
+        values["scatter_distance"] = scatter.compute(g)
+        values["cores_per_socket"] = scatter.cores_per_socket(g.meta, values["cores_used"])
         step("instantaneous parallelism")
-        summary["instantaneous_parallelism"] = {
+        values["instantaneous_parallelism"] = {
             **instantaneous_parallelism.compute(g, interval, max_intervals),
             **achieved.result()}
         step("memory hierarchy utilization")
-        summary["memory_hierarchy_utilization"] = memory_hierarchy.compute(g) or "computed"
+        values["memory_hierarchy_utilization"] = memory_hierarchy.compute(g) or "computed"
         step("CPU time")
-        summary["cpu_time"] = preemption.compute(g) or "computed"
+        values["cpu_time"] = preemption.compute(g) or "computed"
         step("time decomposition")
-        summary["time_decomposition"] = decomposition.result()
+        values["time_decomposition"] = decomposition.result()
     if reference is not None:
         step("work deviation")
-        summary["work_deviation"] = work_deviation.compute(g, reference)
-        summary["time_decomposition"].update(time_decomposition.speedup_terms(
-            summary["time_decomposition"], time_decomposition.summary(reference)))
-    return summary
+        values["work_deviation"] = work_deviation.compute(g, reference)
+        values["time_decomposition"].update(time_decomposition.speedup_terms(
+            values["time_decomposition"], time_decomposition.decompose(reference)))
+    return values
 
 
 __all__ = ["compute_all", "earliest_start", "METRIC_COLUMNS", "instantaneous_parallelism",

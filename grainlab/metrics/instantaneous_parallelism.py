@@ -189,7 +189,7 @@ def achieved_profile(g) -> pd.DataFrame:
     return pd.DataFrame({"time": times, "running": np.cumsum(delta)})
 
 
-def achieved_summary(g) -> dict:
+def achieved_stats(g) -> dict:
     """Time-weighted mean and maximum of the achieved profile, without building
     it: mean = busy time / window; the maximum is reached at some start, where
     running = starts so far - ends so far."""

@@ -99,7 +99,7 @@ def compute(g) -> str | None:
     return None
 
 
-def summary(g, hit: np.ndarray | None) -> dict:
+def report(g, hit: np.ndarray | None) -> dict:
     """What the report says about CPU time: totals over the grains, and the
     critical path's time off the CPU. `hit`: the grains flagged preempted
     (grainlab.problems), None when unavailable."""

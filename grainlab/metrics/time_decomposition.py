@@ -103,7 +103,7 @@ def _nothing_runnable(g, threads, thread, start, end) -> np.ndarray:
     return total.reindex(threads, fill_value=hi - lo).to_numpy(np.int64)
 
 
-def summary(g) -> dict:
+def decompose(g) -> dict:
     t = per_thread(g)
     tot = {c: int(t[c].sum()) for c in COLUMNS}
     tot["threads"] = int(len(t))
@@ -111,10 +111,10 @@ def summary(g) -> dict:
     return tot
 
 
-def speedup_terms(summary_n: dict, summary_1: dict) -> dict:
+def speedup_terms(split_n: dict, split_1: dict) -> dict:
     """WTI_N, OVR_N and the speed-up bound N / (OVR_N · WTI_N) (Olivier et al., SC 2012, §3)."""
-    wti = summary_n["work"] / summary_1["work"] if summary_1["work"] > 0 else float("nan")
-    ovr = summary_n["OVR"]
-    n = summary_n["threads"]
+    wti = split_n["work"] / split_1["work"] if split_1["work"] > 0 else float("nan")
+    ovr = split_n["OVR"]
+    n = split_n["threads"]
     return {"WTI": float(wti), "OVR": float(ovr),
             "speedup_bound": float(n / (ovr * wti)) if ovr * wti > 0 else float("nan")}

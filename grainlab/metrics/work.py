@@ -18,7 +18,7 @@ from .contract import is_one_of
 COLUMNS = ("work", "creation_cost", "bookkeeping_cost", "sync_cost")
 
 
-def summary(g) -> dict:
+def graph_values(g) -> dict:
     grains = g.grains
     is_task = is_one_of(grains["kind"], "task")
     is_chunk = is_one_of(grains["kind"], "chunk")

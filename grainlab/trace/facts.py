@@ -5,7 +5,7 @@ task, lineage or chunk tables are built, so `info` costs O(events) time, and
 its memory is one batch plus the few rows kept per explicit task, parallel
 region and worksharing begin (grainlab.trace.batches.Collected) whatever the number
 of events and the tree's depth (a 2,000-deep tree's lineage strings alone
-would take gigabytes). `summarize(trace)` counts a loaded trace's events as
+would take gigabytes). `info_of(trace)` counts a loaded trace's events as
 one batch; grainlab.trace.scan streams a file through the same `Facts`.
 """
 from __future__ import annotations
@@ -19,20 +19,20 @@ from ..idindex import IdIndex
 from ..sorting import argsort
 
 
-def summarize(trace) -> dict:
+def info_of(trace) -> dict:
     """What `grainlab info --json` prints about a loaded trace."""
     batch = events_batch(trace.events)
     rows = Collected()
     rows.feed(batch)
     facts = Facts()
     facts.feed(batch)
-    return facts.summary(rows, path=trace.path, meta=trace.meta, complete=trace.complete,
-                         problems=trace.problems, counters=trace.counters,
-                         row_groups=len(trace.row_group_sizes))
+    return facts.info(rows, path=trace.path, meta=trace.meta, complete=trace.complete,
+                      problems=trace.problems, counters=trace.counters,
+                      row_groups=len(trace.row_group_sizes))
 
 
 class Facts:
-    """Counts over the batches that pass by (`feed`), then `summary`."""
+    """Counts over the batches that pass by (`feed`), then `info`."""
 
     def __init__(self):
         self.events = 0
@@ -78,7 +78,7 @@ class Facts:
         """Time (ns) of the first event: where `info`'s times count from."""
         return 0 if self.tsc_min is None else _ns(self.tsc_min, hz)
 
-    def summary(self, rows: Collected, *, path, meta, complete, problems, counters,
+    def info(self, rows: Collected, *, path, meta, complete, problems, counters,
                 row_groups) -> dict:
         runtime = meta.get("runtime") if isinstance(meta.get("runtime"), dict) else {}
         create = rows.create

@@ -60,9 +60,9 @@ class Scan:
         return self._facts.counts["chunk_events"]
 
     def summary(self) -> dict:
-        return self._facts.summary(self._rows, path=self.path, meta=self.meta,
-                                   complete=self.complete, problems=self.problems,
-                                   counters=self.counters, row_groups=self.row_groups)
+        return self._facts.info(self._rows, path=self.path, meta=self.meta,
+                                complete=self.complete, problems=self.problems,
+                                counters=self.counters, row_groups=self.row_groups)
 
 
 def scan(path) -> Scan:

@@ -206,8 +206,8 @@ class Trace:
 
     def summary(self) -> dict:
         """Counts and facts about the run (what `grainlab info --json` prints)."""
-        from .facts import summarize
-        return summarize(self)
+        from .facts import info_of
+        return info_of(self)
 
 
 def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
