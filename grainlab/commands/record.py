@@ -14,24 +14,14 @@ program was killed before it could.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import re
-import secrets
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-from .. import _paths
-from ..record import program
 from .. import schema as S
-from ..errors import RecordError, TraceError, UsageError
-from ..outpath import resolve_output
-from ..trace.spool import header_values, is_converter, is_locked, lock_holder, spool_of
-from ..trace.scan import closing_counts
+from ..errors import UsageError
+from ..record import launch
+# what the tests and other callers have read from here
+from ..record.launch import (CPU_TIME_COUNTER, PAPI_NAME, SOFTWARE_COUNTERS,  # noqa: F401
+                             check_counters, report, run_forwarding_signals)
 
 HELP = "run an OpenMP program with the collector and write a trace"
 
@@ -52,24 +42,6 @@ The program must use LLVM's OpenMP runtime (clang -fopenmp). Programs built
 with GCC use libgomp, which has no tool interface; --gomp-compat runs them on
 libomp's GOMP compatibility layer instead.
 """
-
-# The Linux software events the collector offers (collector/src/counters.c),
-# and off-cpu, its own: ns each thread was not running (wall minus CPU time).
-SOFTWARE_COUNTERS = ("task-clock", "cpu-clock", "page-faults", "minor-faults",
-                     "major-faults", "context-switches", "cpu-migrations", "off-cpu")
-# What --cpu-time records: the cheapest exact source of a grain's CPU time
-# (benchmarks/cpu_time_read.py: ~4 ns per read against ~1.3-2 us for task-clock).
-CPU_TIME_COUNTER = "off-cpu"
-# PAPI presets (PAPI_TOT_CYC), component-qualified native events
-# (perf::TASK-CLOCK) and bare upper-case native names; the collector asks PAPI
-# about these. Lower-case names are Linux software event names: only the list.
-PAPI_NAME = re.compile(r"^PAPI_[A-Z0-9_]+$|^[A-Za-z0-9_]+::[A-Za-z0-9_:.=+-]+$"
-                       r"|^[A-Z][A-Z0-9_.]*$")
-
-# How long after our own SIGINT we wait for the program to stop by itself (it
-# got the same Ctrl-C from the terminal) before forwarding the signal.
-FORWARD_GRACE_S = 2.0
-
 
 def add_parser(subparsers):
     p = subparsers.add_parser("record", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
@@ -99,6 +71,19 @@ def add_parser(subparsers):
     p.set_defaults(run=run)
 
 
+def run(args) -> int:
+    command = list(args.program)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("record: no program given (usage: grainlab record "
+                         "[-o TRACE] -- PROGRAM ARGS...)")
+    return launch.record(command, Path(args.output), counters=args.counters,
+                         cpu_time=args.cpu_time, buffer_events=args.buffer_events,
+                         gomp_compat=args.gomp_compat, force=args.force, quiet=args.quiet)
+
+
+
 def _buffer_events(text: str) -> int:
     """The collector's rule (GL_BUFFER_EVENTS_* in grainlab_spool.h)."""
     try:
@@ -109,247 +94,3 @@ def _buffer_events(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{n} is not in {S.BUFFER_EVENTS_MIN}..{S.BUFFER_EVENTS_MAX}")
     return n
-
-
-def run(args) -> int:
-    command = list(args.program)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UsageError("record: no program given (usage: grainlab record "
-                         "[-o TRACE] -- PROGRAM ARGS...)")
-    output = Path(args.output)
-    target = resolve_output(output)      # links followed; only regular files
-    before = _identity(target)
-    counters = check_counters(args.counters, cpu_time=args.cpu_time)
-    prog = program.inspect(command[0])
-    _refuse_if_recording(output, target)
-    env = os.environ.copy()
-    cleanup = None
-    if prog.runtime == program.GNU:
-        if not args.gomp_compat:
-            raise RecordError(
-                f"{command[0]} uses GCC's libgomp, which has no OMPT tool interface: "
-                "rebuild it with `clang -fopenmp` (LLVM libomp), or rerun with "
-                "--gomp-compat to run it on libomp's GOMP compatibility layer "
-                "(source locations of some constructs then point into libomp)")
-        cleanup = _use_libomp_for_libgomp(env)
-    elif prog.runtime == program.NONE and not args.force:
-        raise RecordError(f"{command[0]} does not use OpenMP (no libomp/libgomp "
-                          "linked): nothing to record (if it loads libomp at run "
-                          "time, add --force)")
-    collector = _paths.collector_library()
-    run_id = secrets.token_hex(16)
-    env.update({
-        "OMP_TOOL": "enabled",
-        "OMP_TOOL_LIBRARIES": str(collector),
-        "GRAINLAB_OUTPUT": str(target),
-        "GRAINLAB_QUIET": "1",  # record prints its own line about the trace
-        # the argv launched: the program may overwrite its own while parsing
-        "GRAINLAB_COMMAND": json.dumps(command),
-        # this run's token, stored in its trace: record reports on the file
-        # its own program wrote, never on another run's
-        "GRAINLAB_RUN_ID": run_id,
-    })
-    hooks = _paths.exec_hooks_library()
-    if hooks is not None:
-        # exec(): the image about to be replaced appends its buffers first, so
-        # a run that execs stays one whole trace (collector/src/exec.c)
-        env["LD_PRELOAD"] = " ".join(p for p in (str(hooks), env.get("LD_PRELOAD", "")) if p)
-    if counters is not None:
-        env["GRAINLAB_COUNTERS"] = counters
-    if args.buffer_events is not None:
-        env["GRAINLAB_BUFFER_EVENTS"] = str(args.buffer_events)
-    with tempfile.TemporaryDirectory(prefix="grainlab-record-") as tmp:
-        # libomp logs its tool search here when it starts: no log means the
-        # runtime never started (no construct ran). A user's own setting wins.
-        log = None
-        if "OMP_TOOL_VERBOSE_INIT" not in env:
-            log = Path(tmp) / "tool-init.log"
-            env["OMP_TOOL_VERBOSE_INIT"] = str(log)
-        try:
-            code = run_forwarding_signals(_argv(command, prog.path), env)
-        finally:
-            if cleanup:
-                cleanup()
-        started = None if log is None else log.exists()
-        return report(output, target, before, command[0], code, args.quiet,
-                      runtime_started=started, run_id=run_id)
-
-
-def _argv(command: list[str], path: Path) -> list[str]:
-    """The argv to exec: the program as the user spelled it when it has a
-    slash (Path("./app") would print as "app", which exec looks up in PATH),
-    else the file PATH lookup found."""
-    return [command[0] if "/" in command[0] else str(path)] + command[1:]
-
-
-def _identity(path: Path):
-    """What distinguishes this run's trace from one left by an earlier run:
-    the file's inode and modification time (the trace is renamed into place,
-    so a new trace is a new inode), or None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_mtime_ns)
-
-
-def check_counters(spec: str | None, cpu_time: bool = False) -> str | None:
-    if spec is None and not cpu_time:
-        return None
-    names = []
-    for name in (n.strip() for n in spec.split(",")) if spec is not None else ():
-        if not name:
-            raise UsageError(f"--counters {spec!r}: empty counter name")
-        # software events whatever their case, under their perf spelling; a
-        # name given twice is one counter (as the collector does)
-        if name.lower() in SOFTWARE_COUNTERS:
-            name = name.lower()
-        if name not in names:
-            names.append(name)
-    if cpu_time and CPU_TIME_COUNTER not in names:
-        names.append(CPU_TIME_COUNTER)
-    for name in names:
-        if name not in SOFTWARE_COUNTERS and not PAPI_NAME.match(name):
-            raise UsageError(
-                f"unknown counter {name!r} (software counters: "
-                f"{', '.join(SOFTWARE_COUNTERS)}; PAPI events look like "
-                "PAPI_TOT_CYC or perf::TASK-CLOCK)")
-    if len(names) > 8:
-        raise UsageError(f"--counters: at most 8 counters, got {len(names)}")
-    return ",".join(names)
-
-
-def _use_libomp_for_libgomp(env) -> callable:
-    """Make the loader resolve libgomp.so.1 to LLVM's libomp, whose GOMP_*
-    entry points implement GCC's ABI and report OMPT events."""
-    libomp = program.find_libomp()
-    if not libomp:
-        raise RecordError("--gomp-compat: LLVM libomp not found (install "
-                          "libomp-19-dev or set GRAINLAB_LIBOMP)")
-    shim = tempfile.mkdtemp(prefix="grainlab-gomp-")
-    os.symlink(libomp, os.path.join(shim, "libgomp.so.1"))
-    old = env.get("LD_LIBRARY_PATH")
-    env["LD_LIBRARY_PATH"] = shim + (":" + old if old else "")
-
-    def cleanup():
-        os.unlink(os.path.join(shim, "libgomp.so.1"))
-        os.rmdir(shim)
-    return cleanup
-
-
-def run_forwarding_signals(argv, env) -> int:
-    """Run the program; SIGINT/SIGTERM/SIGHUP sent to grainlab reach it too, so
-    its collector can write an incomplete-but-readable trace."""
-    try:
-        child = subprocess.Popen(argv, env=env)
-    except OSError as e:
-        raise RecordError(f"{argv[0]}: cannot run ({e.strerror})") from None
-    pending = []  # signals received, to forward
-
-    def on_signal(signum, frame):
-        pending.append((signum, time.monotonic()))
-
-    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {s: signal.signal(s, on_signal) for s in handled}
-    try:
-        interactive = sys.stdin is not None and os.isatty(sys.stdin.fileno()) \
-            if _has_fileno(sys.stdin) else False
-        forwarded = set()
-        while True:
-            try:
-                return _exit_code(child.wait(timeout=0.1))
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.monotonic()
-            for i, (signum, when) in enumerate(pending):
-                if i in forwarded:
-                    continue
-                # Ctrl-C at a terminal already reached the program (same process
-                # group): forward only if it is still running after a grace period.
-                if signum == signal.SIGINT and interactive and now - when < FORWARD_GRACE_S:
-                    continue
-                forwarded.add(i)
-                try:
-                    child.send_signal(signum)
-                except ProcessLookupError:
-                    pass
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
-def _has_fileno(stream) -> bool:
-    try:
-        stream.fileno()
-        return True
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
-def _exit_code(returncode: int) -> int:
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def _refuse_if_recording(output: Path, target: Path) -> None:
-    """Another program recording to the same output: refuse at once, before
-    starting ours (a converter finishing an ended run is only a short wait)."""
-    spool = spool_of(target)
-    holder = lock_holder(spool) if is_locked(spool) else None
-    if holder and not is_converter(holder):
-        raise RecordError(f"{output} is being recorded by process {holder}: choose another "
-                          "output (-o), or wait until that run ends")
-
-
-def report(output: Path, target: Path, before, name: str, code: int, quiet: bool,
-           runtime_started: bool | None = None, run_id: str | None = None) -> int:
-    """Say what the run left behind, in one line on stderr. `target` is the
-    file the collector writes (`output` with links followed); `before` its
-    identity before the run: a trace still the same is not this run's."""
-    failed = code if code != 0 else 2
-    # The collector spools the run and converts it after the program exits:
-    # load() waits for that (or converts what a killed run left behind).
-    if not spool_of(target).exists() and (_identity(target) == before
-                                         or target.stat().st_size == 0):
-        if runtime_started is False:
-            # libomp loads its tool when it starts, at the first construct
-            # (or omp_* call that needs the runtime): it never started.
-            print(f"grainlab: no trace written to {output}: {name} ran no OpenMP construct "
-                  f"(it exited with {code} before LLVM libomp started, so there was "
-                  "nothing to record)", file=sys.stderr)
-            return failed
-        print(f"grainlab: no trace written to {output}: the OpenMP runtime did not "
-              f"load the collector ({name} exited with {code}; is it linked with "
-              "LLVM libomp, and does OMP_TOOL_LIBRARIES reach it?)", file=sys.stderr)
-        return failed
-    spool = spool_of(target)
-    if run_id and is_locked(spool):
-        # A spool still being written: ours, or another run's that started
-        # on the same output (a race the check before the run cannot close)?
-        header = header_values(spool)
-        if "grainlab.run_id" in header and header["grainlab.run_id"] != run_id:
-            holder = lock_holder(spool)
-            print(f"grainlab: no trace written to {output}: "
-                  f"{'process ' + str(holder) if holder else 'another run'} is recording to it "
-                  f"({name} ran untraced and exited with {code}; choose another output)",
-                  file=sys.stderr)
-            return failed
-    try:
-        trace = closing_counts(target)  # the converter's counts, or a streamed check
-    except TraceError as e:
-        print(f"grainlab: {e}", file=sys.stderr)
-        return failed
-    if run_id and trace.meta.get("run_id", run_id) != run_id:
-        print(f"grainlab: no trace written to {output} by this run: the trace there is "
-              f"another run's ({name} ran untraced and exited with {code})", file=sys.stderr)
-        return failed
-    what = (f"{trace.events} events, {trace.threads} "
-            f"thread{'' if trace.threads == 1 else 's'}, "
-            f"{trace.tasks} tasks, {trace.chunk_events} chunk events")
-    if not trace.complete:
-        print(f"grainlab: warning: incomplete trace {output} ({what}): "
-              + "; ".join(trace.problems), file=sys.stderr)
-    elif not quiet:
-        print(f"grainlab: wrote {output} ({what})", file=sys.stderr)
-    return code
