@@ -72,6 +72,7 @@ class _Binary:
     cu_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cu_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cus: dict = field(default_factory=dict)   # CU offset -> _Scopes (parsed on demand)
+    files: frozenset = frozenset()            # every source file its line programs name
     spans: dict | None = None                 # path -> symbols' line spans (made on demand)
 
     def lookup(self, offsets: np.ndarray) -> list:
@@ -431,6 +432,49 @@ def _one_per_loop(loop, codeptr) -> np.ndarray:
     return table[codes]
 
 
+# ---------------------------------------------------------------------------
+# Source lines, from files named in the trace's debug information only
+
+
+LOCATION = re.compile(r"^(?P<file>[^:()]+):(?P<line>\d+)\b")
+
+
+def source_files(loadmap) -> frozenset:
+    """Absolute paths of the source files named in the debug information of
+    every object in the trace's load map (the line programs read once per
+    binary, with its symbols: `_parse_binary`)."""
+    out = set()
+    for obj in loadmap or ():
+        path = obj.get("path") if isinstance(obj, dict) else None
+        b = _load_binary(path) if path else None
+        if b is not None:
+            out |= b.files
+    return frozenset(out)
+
+
+def source_lines(location: str, loadmap, context: int = 4):
+    """(path, first line number, [lines], highlighted line number) around a
+    location string (`dir/file.c:28 (func)`), or None when its file is not
+    named by the debug info or is unreadable. The file is the one of those
+    whose path ends with the location's file part: nothing else is ever
+    opened, so no URL or input can name a path."""
+    m = LOCATION.match(str(location))
+    if not m:
+        return None
+    want, line = m.group("file"), int(m.group("line"))
+    candidates = sorted(p for p in source_files(loadmap)
+                        if p == want or p.endswith("/" + want.lstrip("/")))
+    for path in candidates:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read().splitlines()
+        except OSError:
+            continue
+        lo = max(line - context, 1)
+        return path, lo, text[lo - 1:line + context], line
+    return None
+
+
 def _load_binary(path: str):
     try:
         st = os.stat(path)
@@ -450,7 +494,7 @@ def _parse_binary(path: str, _size: int, _mtime: int):
         with open(path, "rb") as f:
             elf = ELFFile(f)
             funcs = _functions(elf)
-            rows, units = _line_rows(elf)
+            rows, units, sources = _line_rows(elf)
     except (ELFError, OSError, ValueError, KeyError, IndexError, AttributeError):
         return None
     if not rows and not funcs:
@@ -468,7 +512,8 @@ def _parse_binary(path: str, _size: int, _mtime: int):
                    path=path,
                    cu_lo=np.array([u[0] for u in units], np.int64),
                    cu_hi=np.array([u[1] for u in units], np.int64),
-                   cu_offset=np.array([u[2] for u in units], np.int64))
+                   cu_offset=np.array([u[2] for u in units], np.int64),
+                   files=frozenset(sources))
 
 
 def _functions(elf):
@@ -487,12 +532,13 @@ def _functions(elf):
 
 
 def _line_rows(elf):
-    """(address, full source path or None at end of sequence, line) rows, and
-    (low, high, CU offset) of every address range of every compile unit."""
+    """(address, full source path or None at end of sequence, line) rows,
+    (low, high, CU offset) of every address range of every compile unit, and
+    the full path of every file the line programs name."""
     if not elf.has_dwarf_info():
-        return [], []
+        return [], [], set()
     dwarf = elf.get_dwarf_info()
-    rows, units = [], []
+    rows, units, files = [], [], set()
     for cu in dwarf.iter_CUs():
         try:
             units.extend((lo, hi, cu.cu_offset) for lo, hi in _ranges(dwarf, cu.get_top_DIE(), 0))
@@ -502,6 +548,7 @@ def _line_rows(elf):
         if prog is None:
             continue
         paths = _file_paths(cu, prog)
+        files.update(paths)
         v5 = prog.header["version"] >= 5
         for entry in prog.get_entries():
             st = entry.state
@@ -512,7 +559,7 @@ def _line_rows(elf):
                 continue
             idx = st.file if v5 else st.file - 1
             rows.append((st.address, paths[idx] if 0 <= idx < len(paths) else "?", st.line))
-    return rows, units
+    return rows, units, files
 
 
 def _ranges(dwarf, die, cu_base: int) -> list:

@@ -203,6 +203,14 @@ class Analysis:
         return pd.Series(grain_locations(g, g.meta).array, index=g.grains.index,
                          name="location")
 
+    def source_lines(self, location: str, context: int = 4):
+        """(path, first line number, [lines], the location's line number)
+        around a source location (`file.c:28 (func)`, as in `locations`), from
+        the files the trace's debug information names only; None when its
+        file is not there or unreadable (grainlab.symbolize.source_lines)."""
+        from ..symbolize import source_lines
+        return source_lines(location, self.graph.meta.get("loadmap"), context)
+
     @cached_property
     def resolved_thresholds(self) -> dict:
         """Thresholds with "auto" replaced by this run's cores used / per socket."""

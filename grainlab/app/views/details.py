@@ -9,7 +9,6 @@ import numpy as np
 from dash import Input, Output, html
 
 from ..data import AppData
-from ..source import lines_around
 
 
 def pane(data: AppData):
@@ -53,7 +52,7 @@ def _details(data: AppData, gid):
 
 def _source(data: AppData, location: str) -> list:
     """The lines around the grain's source line, when its file is readable."""
-    src = lines_around(location, data.analysis.graph.meta.get("loadmap"))
+    src = data.analysis.source_lines(location)
     if src is None:
         return [html.Small("(source file not readable here)", id="details-source")]
     path, first, lines, hit = src
