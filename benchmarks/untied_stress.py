@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,8 @@ def main() -> int:
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--threads", default="2,4,8,16,32")
     p.add_argument("--programs", default=",".join(CASES))
+    p.add_argument("--keep", default="out/untied_stress",
+                   help="folder where traces that break an invariant are kept")
     args = p.parse_args()
     threads = [int(x) for x in args.threads.split(",")]
     programs = args.programs.split(",")
@@ -98,7 +101,11 @@ def main() -> int:
                         figures = check_trace(t, tasks=tasks, threads=n)
                     except AssertionError as e:
                         failed += 1
-                        print(f"  {name} {n} #{rep}: invariant broken: {str(e)[:300]}")
+                        kept = Path(args.keep) / out.name
+                        kept.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copy(out, kept)
+                        print(f"  {name} {n} #{rep}: invariant broken: {str(e)[:300]} "
+                              f"(trace kept: {kept})")
                         continue
                     ok_inv += 1
                     moved.append(figures["moved_tasks"])

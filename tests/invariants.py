@@ -99,24 +99,27 @@ def check_trace(trace, *, tasks: int | None = None, threads: int | None = None) 
     span = int(nx.dag_longest_path_length(weighted_edge_networkx(g)))
     assert g.span == span, (g.span, span)
     path = g.critical_path
-    assert int(g.nodes["duration"].to_numpy()[path].sum()) == g.span
+    assert int(g.nodes["duration"].to_numpy()[path].sum()) == g.span, "path weight = span"
     edges = set(zip(g.edges["src"].tolist(), g.edges["dst"].tolist()))
-    assert all((u, v) in edges for u, v in zip(path[:-1].tolist(), path[1:].tolist()))
+    assert all((u, v) in edges for u, v in zip(path[:-1].tolist(), path[1:].tolist())), \
+        "the critical path follows edges"
     # time: the span fits in the run, achieved parallelism never above the threads,
     # each thread's time splits exactly into work, overhead and idle
     duration = int(trace.events["time"].max() - trace.events["time"].min())
     n_threads = threads_used(g)
     if threads is not None:
-        assert n_threads <= threads
-    assert 0 <= s["span_ns"] <= duration
-    assert ip.achieved_profile(g)["running"].max() <= n_threads
+        assert n_threads <= threads, ("threads used", n_threads, threads)
+    assert 0 <= s["span_ns"] <= duration, ("span within the run", s["span_ns"], duration)
+    running = int(ip.achieved_profile(g)["running"].max())
+    assert running <= n_threads, ("achieved parallelism", running, n_threads)
     per = td.per_thread(g)
-    assert (per["work"] + per["overhead"] + per["idle"] == per["total"]).all()
+    assert (per["work"] + per["overhead"] + per["idle"] == per["total"]).all(), per
     # every task is joined at a node that ends after it
     tasks_ = gr[gr["kind"].astype(str) == "task"]
     join = tasks_["join"].to_numpy()
-    assert (join >= 0).all()
-    assert (g.nodes["end"].to_numpy()[join] >= tasks_["end"].to_numpy()).all()
+    assert (join >= 0).all(), ("tasks without a join", int((join < 0).sum()))
+    late = tasks_[g.nodes["end"].to_numpy()[join] < tasks_["end"].to_numpy()]
+    assert late.empty, ("tasks ending after their join", late[["task_id", "end", "join"]].head())
     # every task's time sits on the threads where it ran (untied tasks move)
     ref, got = time_on_threads(trace), graph_time_on_threads(g)
     ref = ref[ref > 0]
