@@ -101,6 +101,16 @@ def events_batch(events) -> dict:
     return batch
 
 
+def fed_with_all(trace, reader):
+    """A loaded trace's events as one batch, fed to a `Collected` and to
+    `reader` (a Checks or Facts): (batch, collected rows)."""
+    batch = events_batch(trace.events)
+    rows = Collected()
+    rows.feed(batch)
+    reader.feed(batch)
+    return batch, rows
+
+
 def take(batch: dict, rows) -> dict:
     """The batch restricted to `rows` (a mask or positions)."""
     return {k: v[rows] for k, v in batch.items()}

@@ -14,18 +14,15 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from .batches import Collected, events_batch
+from .batches import Collected, fed_with_all
 from ..idindex import IdIndex
 from ..sorting import argsort
 
 
 def info_of(trace) -> dict:
     """What `grainlab info --json` prints about a loaded trace."""
-    batch = events_batch(trace.events)
-    rows = Collected()
-    rows.feed(batch)
     facts = Facts()
-    facts.feed(batch)
+    _, rows = fed_with_all(trace, facts)
     return facts.info(rows, path=trace.path, meta=trace.meta, complete=trace.complete,
                       problems=trace.problems, counters=trace.counters,
                       row_groups=len(trace.row_group_sizes))

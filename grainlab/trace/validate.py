@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from .batches import Collected, events_batch
+from .batches import Collected, fed_with_all
 from ..errors import TraceError
 from ..idindex import IdIndex
 from ..sorting import argsort, lexsort
@@ -34,11 +34,8 @@ SCHEDULE_COLUMNS = ["event", "thread", "tsc", "task", "other"]
 
 def validate(trace) -> None:
     """Check a loaded trace (grainlab.load): one batch of all its events."""
-    batch = events_batch(trace.events)
-    rows = Collected()
-    rows.feed(batch)
     checks = Checks()
-    checks.feed(batch)
+    batch, rows = fed_with_all(trace, checks)
     checks.conclude(rows, lambda columns: iter((batch,)), trace.problems,
                     damaged=not trace.complete, path=trace.path)
 
