@@ -75,8 +75,10 @@ def example(build):
     return path
 
 
-def grainlab(*args, env=None, timeout=120, **kw) -> subprocess.CompletedProcess:
-    """Run the real `grainlab` command line in a child Python."""
+def grainlab(*args, env=None, timeout=300, **kw) -> subprocess.CompletedProcess:
+    """Run the real `grainlab` command line in a child Python. The timeout is
+    a hang detector, generous for a machine whose cores other jobs keep busy
+    (within pytest's own per-test timeout, pyproject.toml)."""
     full_env = os.environ.copy()
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "grainlab.cli", *map(str, args)],

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import grainlab as gl
+from grainlab import schema as S
 from grainlab.metrics.contract import threads_used
 from conftest import REPO
 from grainlab.metrics import instantaneous_parallelism as ip
@@ -43,16 +44,20 @@ def test_tasks_join_at_their_regions_end(record, mode, threads):
     a = gl.analyze(t)
     s = a.summary
     assert s["tasks"] == 16
-    assert len(s["critical_path"]) >= 2                # one 30 ms task per region at least
     # span: at least the longest task of region 1 plus the longest of region 2
-    # (regions never overlap; the bug gave ~1 task), and not much more. Not
-    # 60-75 ms flat: on this shared 2-core VM, under load average 2-3, 30 ms
-    # spin tasks and the creating thread were preempted at 2 threads (longest
-    # tasks summing to 168 ms, span 205 ms = 1.22x, parallelism 3.25; unloaded:
-    # span 60.4 ms, parallelism 7.95). Parallelism never ~16 (overlap).
+    # (regions never overlap; the bug gave ~1 task). Not bounded above by a
+    # factor of it: on a busy machine the creating thread's preemptions land on
+    # the path (1.22x measured under load average 2-3; unloaded 1.005-1.06).
+    # The structure bounds it instead: independent sibling tasks, so the
+    # critical path holds exactly one task of each region (serialised tasks
+    # would put all 8 of a region on it).
     longest = _longest_per_region(a.graph)
-    assert 60 * MS <= longest <= s["span_ns"] <= 1.5 * longest, (s["span_ns"], longest)
-    assert 2 <= s["parallelism"] <= 8.5, s["parallelism"]
+    assert 60 * MS <= longest <= s["span_ns"], (s["span_ns"], longest)
+    _one_task_of_each_region_on_the_path(a.graph)
+    # Parallelism never ~16 (overlap): a region's 8 tasks are each at most its
+    # longest, and the span holds the longest of each region (a structural
+    # bound, whatever the load).
+    assert s["grain_work_ns"] <= 8 * s["span_ns"]
     # every task of region r joins before region r+1's tasks start
     g = a.graph
     gr = g.grains
@@ -62,24 +67,25 @@ def test_tasks_join_at_their_regions_end(record, mode, threads):
     assert set(join_kind) <= {"barrier", "region_end"}, set(join_kind)
 
 
+def _one_task_of_each_region_on_the_path(g):
+    crit = g.grains.loc[g.critical_grains]
+    assert len(crit) == g.grains["join"].nunique() == 2, crit
+    assert sorted(crit["join"].unique()) == sorted(g.grains["join"].unique())
+
+
 def test_regions_agree_between_1_and_2_threads(record):
     # Measured on this shared 2-core VM: a 30 ms spin task at 2 threads takes
     # 30-140 ms of wall time when other jobs preempt it (span 60.3 ms at 1
-    # thread, 60.4-205 ms at 2), so raw spans cannot be compared by a bound.
-    # What must agree is the structure: at both thread counts the span is the
-    # longest task of region 1 plus the longest of region 2 (+ serial code),
-    # and the critical path runs through one task of each region.
-    figs = {}
+    # thread, 60.4-205 ms at 2), so raw spans cannot be compared by a bound,
+    # nor their ratio to the tasks (1.005-1.06 unloaded, 1.22 preempted).
+    # What must agree is the structure: at both thread counts the span is at
+    # least the longest task of region 1 plus the longest of region 2, and
+    # the critical path runs through exactly one task of each region.
     for threads in (1, 2):
         a = gl.analyze(record("regions", 2, 8, 30, "master", threads=threads))
         g = a.graph
-        longest = _longest_per_region(g)
-        crit = g.grains.loc[g.critical_grains]
-        assert sorted(crit["join"].unique()) == sorted(g.grains["join"].unique())
-        figs[threads] = g.span / longest
-    # span / (sum of each region's longest task): 1.005-1.06 unloaded at both
-    # thread counts, up to 1.22 at 2 threads when preempted (see above)
-    assert 1 <= figs[1] <= 1.5 and 1 <= figs[2] <= 1.5, figs
+        assert g.span >= _longest_per_region(g)
+        _one_task_of_each_region_on_the_path(g)
 
 
 @pytest.mark.parametrize("program, args", [
@@ -99,10 +105,19 @@ def test_achieved_parallelism_never_exceeds_the_threads(record, program, args, t
 @pytest.mark.parametrize("program, args", [("fib", (18,)), ("tree", (8, 4)), ("fib", (20, 6)),
                                            ("loops", ("dynamic,3", 200))])
 def test_a_lone_thread_is_never_idle(record, program, args):
-    per = td.per_thread(gl.analyze(record(program, *args, threads=1)).graph)
+    t = record(program, *args, threads=1)
+    per = td.per_thread(gl.analyze(t).graph)
     assert len(per) == 1
     row = per.iloc[0]
-    assert row["idle"] <= 0.02 * row["total"], row.to_dict()
+    # Idle only in the gaps the collector's own rows leave (hundreds of ns
+    # measured), and in buffer flushes that happen when no task waits: a flush
+    # is nobody's time, and a busy machine can stretch it by any amount.
+    ev = t.events.sort_values("time", kind="stable")
+    code, tm = ev["event"].to_numpy(), ev["time"].to_numpy()
+    fl = np.flatnonzero(np.isin(code, [S.FLUSH_BEGIN, S.FLUSH_END]))
+    b = fl[:-1][(code[fl[:-1]] == S.FLUSH_BEGIN) & (code[fl[1:]] == S.FLUSH_END)]
+    flush = int((tm[fl[np.searchsorted(fl, b) + 1]] - tm[b]).sum())
+    assert row["idle"] <= 0.02 * row["total"] + flush, (row.to_dict(), flush)
     assert row["work"] + row["overhead"] + row["idle"] == row["total"]
 
 
@@ -113,11 +128,27 @@ def test_a_thread_with_nothing_to_run_is_idle(record):
     window = int(g.nodes["end"].max() - g.nodes["start"].min())
     assert (per["total"] == window).all()
     assert (per["work"] + per["overhead"] + per["idle"] == per["total"]).all()
-    idle = per["idle"].sort_values()
-    assert idle.iloc[-1] >= 90 * MS, per.to_dict()      # the waiting thread: ~100 ms idle
-    # the spinning thread: busy but for the end (its tasks done, the other's
-    # still running) — seen up to ~11 ms on a loaded machine
-    assert idle.iloc[0] <= 0.25 * idle.iloc[-1], per.to_dict()
+    n = g.nodes
+    forks = n[(n["type"].astype(str) == "fork") & (n["child"] < len(g.grains))]   # task forks
+    assert len(forks) == 4
+    creator = int(forks["thread"].iloc[0])
+    assert (forks["thread"] == creator).all() and len(per) == 2
+    waiter = int(per.index[per.index != creator][0])
+    # The waiting thread has nothing to run until the first task exists: at
+    # least that long idle (~100 ms: the creator spins it alone first; and
+    # the program's start: 640 ms of it, measured on a loaded machine).
+    # Bounds from the run's own events, not from the 100 ms: a busy machine
+    # stretches every part of it.
+    first_task = int(forks["start"].min()) - int(n["start"].min())
+    assert first_task >= 90 * MS                         # the spin is wall time: at least that
+    assert per.at[waiter, "idle"] >= first_task, per.to_dict()
+    # The spinning thread is busy but for the end (its tasks done, the other's
+    # still running): no idle time before its last grain ended.
+    mine = g.grains[g.grains["thread"] == creator]
+    assert len(mine) > 0
+    after_last = int(n["end"].max()) - int(mine["end"].max())
+    assert per.at[creator, "idle"] <= after_last, (per.to_dict(), after_last)
+    assert per.at[creator, "idle"] < per.at[waiter, "idle"]
 
 
 # ---------------------------------------------------------------------------
@@ -254,8 +285,12 @@ def test_load_balance_flags_only_real_imbalance_in_a_mixed_family(record, thread
                    "load_balance"] == 1.0).all()
     flagged = balanced.summary["problems"]["load_balance"]["locations"]
     assert all(l["location"] == f"mixed.c:{compute_line} (main, task)" for l in flagged)
-    # one compute task 5x longer: the compute tasks are flagged, at their line
-    skewed = gl.analyze(record("mixed", 8, 2, 20, 5, threads=threads))
+    # one compute task 20x longer: the compute tasks are flagged, at their
+    # line. Load balance is the longest over the median of the 8 (wall time):
+    # under a CPU hog on both cores single 2 ms tasks took 4-10 ms (the value
+    # was 3.9-6.0 with 5x); at 20x more than half of them would have to take
+    # over 27 ms before the flag could go.
+    skewed = gl.analyze(record("mixed", 8, 2, 20, 20, threads=threads))
     p = skewed.summary["problems"]["load_balance"]
     assert p["grains"] == 8
     assert [l["location"] for l in p["locations"]] == [f"mixed.c:{compute_line} (main, task)"]

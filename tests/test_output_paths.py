@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import time
 
 import pytest
 
@@ -68,9 +67,9 @@ def test_record_refuses_a_device_fifo_socket_at_once(tmp_path, device, example):
         for path, kind, test in ((device, "is a device", stat.S_ISCHR),
                                  (fifo, "is a FIFO", stat.S_ISFIFO),
                                  (sock_path, "is a socket", stat.S_ISSOCK)):
-            t0 = time.monotonic()
-            r = grainlab("record", "-o", path, "--", example("fib"), 10, 3, timeout=30)
-            assert time.monotonic() - t0 < 20          # no waiting on a FIFO's reader
+            # opening a FIFO for writing would wait for a reader forever: the
+            # timeout (a hang detector, not a speed bound) fails that
+            r = grainlab("record", "-o", path, "--", example("fib"), 10, 3, timeout=120)
             assert_one_line_error(r, kind, "regular files")
             assert_untouched_node(path, test)
     finally:
@@ -80,7 +79,7 @@ def test_record_refuses_a_device_fifo_socket_at_once(tmp_path, device, example):
 def test_collector_refuses_a_fifo_without_blocking(build, example, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    r = collector_run(build, example, fifo, timeout=30)
+    r = collector_run(build, example, fifo, timeout=120)   # a hang detector
     assert r.returncode == 0 and "is a FIFO" in r.stderr
     assert_untouched_node(fifo, stat.S_ISFIFO)
 

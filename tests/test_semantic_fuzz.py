@@ -17,7 +17,8 @@ import pytest
 from grainlab import schema as S
 from conftest import assert_one_line_error
 
-TIMEOUT = 60
+# a hang detector (~3 s per test at most here, unloaded): generous for a busy machine
+TIMEOUT = 120
 pytestmark = pytest.mark.timeout(TIMEOUT)  # a hang fails the test (pytest-timeout)
 
 

@@ -106,7 +106,7 @@ def server(fib_trace):
     s.stop()
 
 
-def wait_for(fn, timeout=30, what="condition"):
+def wait_for(fn, timeout=120, what="condition"):   # a hang detector, not a speed bound
     t0 = time.monotonic()
     last = None
     while time.monotonic() - t0 < timeout:

@@ -138,13 +138,13 @@ def test_load_waits_for_a_locked_spool(tmp_path, build, example):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # it waits, and says so, for as long as the lock is held (however
         # slowly it starts on a loaded machine)
-        ready, _, _ = select.select([proc.stderr], [], [], 60)
-        assert ready, "no waiting message within 60 s"
+        ready, _, _ = select.select([proc.stderr], [], [], 120)   # a hang detector
+        assert ready, "no waiting message within 120 s"
         said = proc.stderr.readline()
         assert proc.poll() is None
     finally:
         os.close(fd)  # releases the lock
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert (said + stderr).strip().splitlines() == [
         f"grainlab: waiting for the collector to finish writing {out}"]

@@ -235,7 +235,7 @@ def spool_rows(spool):
 
 def convert(spool, out):
     r = subprocess.run([converter(), str(spool), str(out)], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=120)        # a hang detector, generous for a busy machine
     return r
 
 
@@ -455,9 +455,7 @@ def small_compact_spool(tmp_path_factory, example):
 def convert_damaged(tmp_path, name, data):
     spool = tmp_path / f"{name}.parquet.spool"
     spool.write_bytes(data)
-    start = time.monotonic()
-    c = convert(spool, tmp_path / f"{name}.parquet")
-    assert time.monotonic() - start < 30
+    c = convert(spool, tmp_path / f"{name}.parquet")     # a hang fails by convert's timeout
     assert c.returncode in (0, 1), (c.returncode, c.stderr)  # never a crash
     assert "Traceback" not in c.stderr
     return c
@@ -519,7 +517,7 @@ def test_signal_handler_blocks_are_raw_beside_compact_ones(example, tmp_path):
     proc = subprocess.Popen([example("fib"), "40"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     spool = spool_of(out)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120      # a hang detector: the run is well under way
     while time.monotonic() < deadline and (not spool.exists() or spool.stat().st_size < 200000):
         time.sleep(0.02)
     proc.send_signal(signal.SIGTERM)
