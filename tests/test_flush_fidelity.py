@@ -34,7 +34,7 @@ import pytest
 
 import grainlab as gl
 from grainlab import schema as S
-from grainlab.metrics._graph import grain_exec_mask
+from grainlab.metrics.contract import grain_exec_mask
 from conftest import grainlab
 
 PROGRAM = ("fib", 26, 14)

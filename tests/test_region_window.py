@@ -17,12 +17,8 @@ import numpy as np
 import pytest
 
 import grainlab as gl
-<<<<<<< HEAD
-from grainlab.metrics.contract import threads_used
-=======
 from grainlab.metrics import time_decomposition
-from grainlab.metrics._graph import threads_used
->>>>>>> busy
+from grainlab.metrics.contract import threads_used
 from grainlab.graph.select import select
 from grainlab.trace.regions import region_table
 from conftest import assert_one_line_error, grainlab
