@@ -93,8 +93,14 @@ def test_a_path_outside_the_grains_says_where_it_goes(record):
     r = analyze_json(t.path)
     split = r["critical_path_time"]
     assert split["grains_ns"] + split["contexts_ns"] + split["barriers_ns"] == r["span_ns"]
-    first = split["contexts"][0]
-    assert first["kind"] == "initial" and first["identity"] == "0"
+    # the serial start-up is the initial task's: it is on the path (which of
+    # the contexts holds the most depends on how the machine ran them: a busy
+    # machine preempts a team's implicit task for longer than the start-up)
+    contexts = split["contexts"]
+    assert any(c["kind"] == "initial" and c["identity"] == "0" and c["ns"] > 0 for c in contexts)
+    assert [c["ns"] for c in contexts] == sorted((c["ns"] for c in contexts), reverse=True)
+    assert sum(c["ns"] for c in contexts) == split["contexts_ns"]
+    assert len(contexts) <= 3          # the initial task and 2 implicit tasks: all listed
     out = grainlab("analyze", t.path).stdout
     share = round(100 * split["grains_ns"] / r["span_ns"])
     assert "% of the span in grains" in out and f"; {share}% of the span" in out
