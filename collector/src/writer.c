@@ -8,8 +8,9 @@
  * around the hand-over then record that stall, and the analysis discounts it.
  *
  * The writer sleeps on a futex when there is nothing to write; a hand-over
- * costs one atomic increment and one FUTEX_WAKE. It blocks every signal, so a
- * handler never runs on it. GRAINLAB_WRITER=0 turns it off (each thread then
+ * costs one atomic increment, and a FUTEX_WAKE only when the writer sleeps
+ * (while it is writing, it sees the new buffer on its next pass). It blocks
+ * every signal, so a handler never runs on it. GRAINLAB_WRITER=0 turns it off (each thread then
  * writes its own buffers, as before: for comparison). */
 #include <errno.h>
 #include <linux/futex.h>
@@ -28,8 +29,13 @@
 static pthread_t writer;
 static int running;  /* the writer thread exists and takes buffers (atomic) */
 static int stopping; /* gl_writer_stop asked it to end (atomic) */
-static int stopped;  /* it has ended (atomic) */
-static int work_seq; /* bumped at every hand-over: the futex word */
+/* Bumped at every hand-over (the futex word), and whether the writer sleeps
+ * or is about to: written by every thread once per block, so on a cache line
+ * of their own, apart from the read-mostly globals each event reads. */
+static struct {
+  _Alignas(64) int seq;
+  int sleeping;
+} wake;
 static int always;   /* GRAINLAB_WRITER=1: hand over even with no core free */
 static int cpus;     /* CPUs this process may run on */
 
@@ -80,7 +86,7 @@ static void *writer_main(void *arg) {
   struct sched_param idle = {0};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   for (;;) {
-    int seen = __atomic_load_n(&work_seq, __ATOMIC_ACQUIRE);
+    int seen = __atomic_load_n(&wake.seq, __ATOMIC_ACQUIRE);
     int done = 0;
     uint32_t n = gl_thread_count();
     for (uint32_t i = 0; i < n; i++) {
@@ -88,11 +94,14 @@ static void *writer_main(void *arg) {
       if (t && gl_writer_drain_thread(t) > 0) done++;
     }
     if (done) continue;
-    if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) break;
-    futex_wait(&work_seq, seen, 100000000L); /* 100 ms: a lost wake costs no more */
+    if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) return 0;
+    /* Dekker with gl_writer_wake (both seq_cst): either it sees `sleeping`
+     * and wakes us, or we see its new `seq` and do not sleep. */
+    __atomic_store_n(&wake.sleeping, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&wake.seq, __ATOMIC_SEQ_CST) == seen)
+      futex_wait(&wake.seq, seen, 100000000L); /* 100 ms: a lost wake costs no more */
+    __atomic_store_n(&wake.sleeping, 0, __ATOMIC_RELAXED);
   }
-  __atomic_store_n(&stopped, 1, __ATOMIC_RELEASE);
-  return 0;
 }
 
 void gl_writer_start(void) {
@@ -123,28 +132,26 @@ int gl_writer_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE)
 int gl_writer_has_core(void) { return always || gl_thread_count() < (uint32_t)cpus; }
 
 void gl_writer_wake(void) {
-  __atomic_add_fetch(&work_seq, 1, __ATOMIC_RELEASE);
-  futex_wake(&work_seq);
+  __atomic_add_fetch(&wake.seq, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&wake.sleeping, __ATOMIC_SEQ_CST)) futex_wake(&wake.seq);
 }
 
-/* End the writer once what is queued is written (bounded: 10 s), from normal
- * code or a signal handler (only atomics, futex and nanosleep). Then write
- * whatever is still queued from here. Threads hand nothing over afterwards. */
+/* End the writer, and write whatever is queued from here (each thread's in
+ * order), from normal code or a signal handler (only atomics, futex and
+ * nanosleep besides the appends). Threads hand nothing over afterwards. This
+ * waits for the writer thread only while it appends a thread's blocks, not
+ * for it to wake up and leave: at SCHED_IDLE on a busy machine that can take
+ * seconds. A writer that wakes later finds nothing queued. */
 void gl_writer_stop(void) {
   if (__atomic_exchange_n(&running, 0, __ATOMIC_ACQ_REL)) {
     __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
     gl_writer_wake();
-    struct timespec pause = {0, 1000000};
-    for (int i = 0; i < 10000 && !__atomic_load_n(&stopped, __ATOMIC_ACQUIRE); i++) {
-      gl_writer_wake();
-      nanosleep(&pause, 0);
-    }
   }
   uint32_t n = gl_thread_count();
   struct timespec pause = {0, 1000000};
   for (uint32_t i = 0; i < n; i++) {
     gl_thread *t = gl_thread_get(i);
-    /* another appender (a thread writing its own) finishes first (bounded) */
+    /* another appender (the writer, a thread writing its own) finishes first (bounded) */
     for (int k = 0; t && k < 5000 && gl_writer_drain_thread(t) < 0; k++) nanosleep(&pause, 0);
   }
 }
