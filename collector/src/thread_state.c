@@ -26,6 +26,14 @@ void gl_cpu_configure(void) {
     gl_rseq_cpu_offset = (long)__rseq_offset + 4;
 }
 
+/* thread_state.h's promise: a thread's state starts a cache line, and what
+ * the writer threads read and write starts lines of its own. */
+_Static_assert(_Alignof(gl_thread) == GL_LINE && sizeof(gl_thread) % GL_LINE == 0,
+               "thread states are whole cache lines");
+_Static_assert(offsetof(gl_thread, pool_events) % GL_LINE == 0 &&
+                   offsetof(gl_thread, pool_state) % GL_LINE == 0,
+               "the writer's fields start lines of their own");
+
 __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
 
 static gl_thread *registry[GL_MAX_THREADS];
