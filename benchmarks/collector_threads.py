@@ -28,7 +28,9 @@ Deep trees nest task executions on a thread's stack: the runs get an
 unlimited stack and OMP_STACKSIZE=256M (every configuration alike).
 
     .venv/bin/python benchmarks/collector_threads.py [--reps 5] [--threads 1,2,4,8]
-        [--fib 29] [--uts "deep 5000 200"] [--no-untied]
+        [--fib 29] [--uts "deep 5000 200"] [--no-untied] [--collector LIB]
+
+(--collector another build's libgraincollect.so: before/after on one machine.)
 
 On a machine shared with other work the figures are noisy (the load average
 is printed before and after); the ratio column is the one to compare.
@@ -58,15 +60,18 @@ def unlimited_stack():
     resource.setrlimit(resource.RLIMIT_STACK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
+TOOLS = {"empty": None, "coll": None}  # set in main: the libraries under test
+
+
 def environment(config: str, threads: int, trace: Path) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GRAINLAB_", "OMP_TOOL", "OMP_NUM_THREADS"))}
     env.update(OMP_NUM_THREADS=str(threads), OMP_STACKSIZE="256M")
     if config == "empty":
-        env["OMP_TOOL_LIBRARIES"] = str(_paths.empty_tool_library())
+        env["OMP_TOOL_LIBRARIES"] = TOOLS["empty"]
     elif config == "coll":
-        env.update(OMP_TOOL_LIBRARIES=str(_paths.collector_library()),
-                   GRAINLAB_OUTPUT=str(trace), GRAINLAB_CONVERT="no")
+        env.update(OMP_TOOL_LIBRARIES=TOOLS["coll"], GRAINLAB_OUTPUT=str(trace),
+                   GRAINLAB_CONVERT="no")
     return env
 
 
@@ -122,7 +127,12 @@ def main():
     ap.add_argument("--fib", default="29", help="fib arguments (a task per call)")
     ap.add_argument("--uts", default="deep 5000 200", help="uts arguments")
     ap.add_argument("--no-untied", action="store_true", help="leave out the _untied builds")
+    ap.add_argument("--collector", default=str(_paths.collector_library()),
+                    help="collector library (another build's, to compare)")
+    ap.add_argument("--empty", default=str(_paths.empty_tool_library()),
+                    help="empty tool library")
     args = ap.parse_args()
+    TOOLS.update(empty=args.empty, coll=args.collector)
     threads = [int(t) for t in args.threads.split(",")]
     workloads = [("fib", args.fib), ("uts", args.uts)]
     if not args.no_untied:
@@ -135,8 +145,8 @@ def main():
             programs.append((f"{name} {a}", [str(path), *a.split()]))
         else:
             missing.append(name)
-    print(f"collector cost per event, {args.reps} interleaved repetitions, medians; "
-          f"{os.cpu_count()} CPUs; load average before "
+    print(f"collector {args.collector}: cost per event, {args.reps} interleaved repetitions, "
+          f"medians; {os.cpu_count()} CPUs; load average before "
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     if missing:
         print("not built (left out): " + ", ".join(missing))
