@@ -68,6 +68,18 @@ static void futex_wake(int *word, int n) {
  * wait for a writer busy elsewhere: never worse than writing inline), and by
  * the end of the run. */
 int gl_writer_drain_thread(gl_thread *t) {
+  /* Nothing queued: leave the lock alone (a buffer being written: its
+   * appender holds it). A writer's pass looks at every thread; taking each
+   * one's lock would write to a line of every thread's state, and a writer
+   * preempted (SCHED_IDLE) while holding a lock for nothing would make that
+   * thread wait for it. */
+  int queued = 0, writing = 0;
+  for (int k = 0; k < gl_pool_size; k++) {
+    int state = __atomic_load_n(&t->pool_state[k], __ATOMIC_ACQUIRE);
+    queued |= state == GL_BUF_QUEUED;
+    writing |= state == GL_BUF_WRITING;
+  }
+  if (!queued) return writing ? -1 : 0;
   int unlocked = 0;
   if (!__atomic_compare_exchange_n(&t->wlock, &unlocked, 1, 0, __ATOMIC_ACQUIRE,
                                    __ATOMIC_RELAXED))
