@@ -21,6 +21,10 @@ repetitions:
   ns/ev                      (coll - empty) wall / the events the collector
                              recorded, per repetition, median: what recording
                              one event costs the run beyond OMPT dispatch
+  -fixed                     the same with each tool's fixed cost taken off
+                             (start-up and end: its run of the same program
+                             with next to no events, `fib 2`, `uts deep 2 1`,
+                             in the same repetition; shown as fixed ms)
   cpu ns/ev                  the same from CPU time (user + sys of every
                              thread, the writer's included)
 
@@ -52,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from grainlab import _paths  # noqa: E402
 
 CONFIGS = ("app", "empty", "coll")
+FIXED = {"fib": ["2"], "uts": ["deep", "2", "1"]}  # next to no events: the fixed cost
 TARGET = 1.15
 EVENTS = re.compile(r"\((?:complete|[^;]*); (\d+) events\)")
 
@@ -90,13 +95,18 @@ def run(argv, env) -> tuple[float, float, str]:
     return wall, cpu, r.stderr
 
 
-def measure(argv, threads: int, reps: int, tmp: Path) -> dict:
+def measure(argv, threads: int, reps: int, tmp: Path, fixed_argv) -> dict:
+    """Each repetition: every configuration on the workload, then on a run
+    with next to no events (fixed_argv: the tools' start-up and end)."""
     trace = tmp / "t.parquet"
     spool = tmp / "t.parquet.spool"
-    r = {c: {"wall": [], "cpu": []} for c in CONFIGS}
+    r = {c: {"wall": [], "cpu": [], "fixed": []} for c in CONFIGS}
     events = []
     for _ in range(reps):
         for config in CONFIGS:
+            wall, _, _ = run(fixed_argv, environment(config, threads, trace))
+            r[config]["fixed"].append(wall)
+            spool.unlink(missing_ok=True)
             wall, cpu, err = run(argv, environment(config, threads, trace))
             r[config]["wall"].append(wall)
             r[config]["cpu"].append(cpu)
@@ -118,6 +128,14 @@ def paired(r, a: str, b: str, key="wall") -> float:
 def ns_per_event(r, key="wall") -> float:
     return statistics.median((c - e) / n * 1e9 for c, e, n in
                              zip(r["coll"][key], r["empty"][key], r["events"]))
+
+
+def ns_per_event_unfixed(r) -> float:
+    """Wall ns per event with each tool's fixed cost (its run of next to no
+    events in the same repetition) taken off: what recording events costs."""
+    return statistics.median(((c - cf) - (e - ef)) / n * 1e9 for c, cf, e, ef, n in
+                             zip(r["coll"]["wall"], r["coll"]["fixed"], r["empty"]["wall"],
+                                 r["empty"]["fixed"], r["events"]))
 
 
 def main():
@@ -151,23 +169,27 @@ def main():
     if missing:
         print("not built (left out): " + ", ".join(missing))
     header = (f"{'workload':<26}{'thr':>4}{'events':>10}{'app s':>8}{'empty s':>8}{'coll s':>8}"
-              f"{'empty/app':>10}{'coll/app':>9}{'coll/empty':>11}{'ns/ev':>7}{'cpu ns/ev':>10}"
-              f"  target")
+              f"{'empty/app':>10}{'coll/app':>9}{'coll/empty':>11}{'ns/ev':>7}{'-fixed':>7}"
+              f"{'cpu ns/ev':>10}{'fixed ms':>9}  target")
     print(header)
     print("-" * len(header))
     worst = []
     with tempfile.TemporaryDirectory(prefix="grainlab-threads-") as d:
         for label, argv in programs:
+            fixed_argv = [argv[0], *FIXED[Path(argv[0]).name.removesuffix("_untied")]]
             for th in threads:
-                r = measure(argv, th, args.reps, Path(d))
+                r = measure(argv, th, args.reps, Path(d), fixed_argv)
                 med = {c: statistics.median(r[c]["wall"]) for c in CONFIGS}
                 ratio = paired(r, "coll", "empty")
                 ok = ratio <= TARGET
                 worst.append((ratio, label, th))
+                fixed = statistics.median(c - e for c, e in
+                                          zip(r["coll"]["fixed"], r["empty"]["fixed"]))
                 print(f"{label:<26}{th:>4}{statistics.median(r['events']):>10.0f}"
                       f"{med['app']:>8.3f}{med['empty']:>8.3f}{med['coll']:>8.3f}"
                       f"{paired(r, 'empty', 'app'):>10.2f}{paired(r, 'coll', 'app'):>9.2f}"
-                      f"{ratio:>11.2f}{ns_per_event(r):>7.1f}{ns_per_event(r, 'cpu'):>10.1f}"
+                      f"{ratio:>11.2f}{ns_per_event(r):>7.1f}{ns_per_event_unfixed(r):>7.1f}"
+                      f"{ns_per_event(r, 'cpu'):>10.1f}{fixed * 1e3:>9.1f}"
                       f"  {'ok' if ok else 'MISSED'} (<= {TARGET})", flush=True)
     met = sum(1 for w in worst if w[0] <= TARGET)
     ratio, label, th = max(worst)

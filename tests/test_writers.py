@@ -1,8 +1,9 @@
 """The collector's writer threads (collector/src/writer.c) and the CPU column.
 
-One writer thread starts with the run; a thread whose pool of buffers is full
-(the writers do not keep up) starts another, up to 4, while traced threads
-and writers leave each a CPU (with GRAINLAB_WRITER=1, regardless). The end
+The first writer thread starts at the first hand-over of a full buffer; a
+thread whose pool of buffers is full (the writers do not keep up) starts
+another, up to 4, while traced threads and writers leave each a CPU (with
+GRAINLAB_WRITER=1, regardless). The end
 record says how many started (metadata `grainlab.writers`). Whatever the
 number, every thread's blocks reach the spool in order: the trace is whole,
 its counts exact and each thread's rows in time order.
@@ -96,6 +97,16 @@ def test_no_writer_added_without_a_free_cpu(build, example, tmp_path):
         (fb["event"].to_numpy()[:-1] == S.FLUSH_BEGIN) & (fb["event"].to_numpy()[1:] == S.FLUSH_END)]
     hz = json.loads(pq.ParquetFile(out).metadata.metadata[b"grainlab.clock"])["hz"]
     assert gaps.max() / hz > 0.010  # a stall of at least one slow (20 ms) write
+
+
+def test_no_writer_in_a_run_that_fills_no_buffer(build, example, tmp_path):
+    """The first writer starts at the first hand-over: a short run has none
+    (its exit does not wait for a SCHED_IDLE thread to be scheduled)."""
+    out = run_fib(build, example, tmp_path, 12, 2, {"GRAINLAB_WRITER": "1"})
+    assert writers(out) == 0
+    trace = gl.load(out)
+    assert trace.problems == [] and trace.complete
+    assert int((trace.events["event"] == S.TASK_CREATE).sum()) == 464  # 2 fib(13) - 2
 
 
 def test_no_writer_when_turned_off(build, example, tmp_path):

@@ -8,9 +8,10 @@
  * queued or being written — the FLUSH_BEGIN .. FLUSH_END rows around the
  * hand-over then record that stall, and the analysis discounts it.
  *
- * One writer starts with the run. One encodes ~90 million rows a second;
- * many threads of fine-grained tasks fill buffers faster than that, and
- * their pools fill up: threads then wrote their own blocks, inside the run.
+ * The first writer starts at the first hand-over. One encodes ~90 million
+ * rows a second; many threads of fine-grained tasks fill buffers faster than
+ * that, and their pools fill up: threads then wrote their own blocks, inside
+ * the run.
  * So a thread that finds its pool full starts another writer (gl_writer_add),
  * up to GL_WRITERS, while traced threads and writers together leave a CPU to
  * each. Writers take any thread's queue (one appender per thread at a time,
@@ -164,9 +165,23 @@ void gl_writer_start(void) {
     cpus = 1;
     for (int c = 0; c < CPU_SETSIZE; c++) CPU_SET(c, &process_cpus);
   }
-  if (!start_writer(0)) return; /* threads write their own buffers */
-  __atomic_store_n(&nwriters, 1, __ATOMIC_RELEASE);
-  __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&running, 1, __ATOMIC_RELEASE); /* the first writer: at the first hand-over */
+}
+
+/* The first hand-over starts the first writer, not the start of the run: a
+ * run that never fills a buffer has none, and so never waits for one as the
+ * process exits (every thread must run to exit, and a SCHED_IDLE thread on a
+ * busy machine was scheduled 60-190 ms late: `fib 2` took 62-200 ms instead
+ * of 12). If it cannot be started, threads write their own buffers. */
+static void start_first_writer(void) {
+  if (__atomic_exchange_n(&adding, 1, __ATOMIC_ACQ_REL)) return; /* another thread is at it */
+  if (__atomic_load_n(&nwriters, __ATOMIC_ACQUIRE) == 0) {
+    if (start_writer(0))
+      __atomic_store_n(&nwriters, 1, __ATOMIC_RELEASE);
+    else
+      __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&adding, 0, __ATOMIC_RELEASE);
 }
 
 /* Called by a thread whose pool is full: the writers do not keep up. One
@@ -194,6 +209,8 @@ int gl_writer_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE)
 int gl_writer_has_core(void) { return always || gl_thread_count() < (uint32_t)cpus; }
 
 void gl_writer_wake(void) {
+  if (__builtin_expect(__atomic_load_n(&nwriters, __ATOMIC_ACQUIRE) == 0, 0))
+    start_first_writer();
   __atomic_add_fetch(&wake.seq, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&wake.sleeping, __ATOMIC_SEQ_CST)) futex_wake(&wake.seq, 1);
 }
