@@ -31,6 +31,7 @@ static void hand_over(gl_thread *t, uint32_t n) {
   __atomic_store_n(&t->pool_state[k], GL_BUF_QUEUED, __ATOMIC_RELEASE);
   gl_writer_wake();
   struct timespec pause = {0, 20000};
+  int added = 0;
   for (;;) {
     for (int j = 1; j < gl_pool_size; j++) {
       int c = (k + j) % gl_pool_size;
@@ -42,8 +43,10 @@ static void hand_over(gl_thread *t, uint32_t n) {
         return;
       }
     }
-    /* The pool is full: write our own oldest buffers now unless the writer
-     * is at it (then it is about to free one). */
+    /* The pool is full: the writers do not keep up; one more, if there is
+     * a CPU for it. Write our own oldest buffers now unless a writer is at
+     * it (then it is about to free one). */
+    if (!added) gl_writer_add(), added = 1;
     if (gl_writer_drain_thread(t) < 0) nanosleep(&pause, 0);
   }
 }

@@ -93,8 +93,9 @@ static void report(int complete, const char *end_reason, int rc, double seconds)
  * overrides how it ended. Returns `complete` as written. */
 static int write_trailer(int complete, const char **reason, int from_signal) {
   const char *end_reason = *reason;
-  char threads[24], dropped[24], kept[24];
+  char threads[24], dropped[24], kept[24], writers[24];
   gl_utoa(gl_thread_count(), threads, sizeof threads);
+  gl_utoa((uint64_t)gl_writer_count(), writers, sizeof writers);
   gl_utoa(gl_spool_dropped(), dropped, sizeof dropped);
   gl_utoa(gl_spool_events(), kept, sizeof kept);
   /* A full disk stopped the recording: that is how this trace ended, whatever
@@ -109,9 +110,10 @@ static int write_trailer(int complete, const char **reason, int from_signal) {
   char *loadmap = from_signal ? 0 : gl_meta_loadmap_json();
   const char *keys[] = {"grainlab.complete",       "grainlab.end_reason",
                         "grainlab.threads",        "grainlab.dropped_events",
-                        "grainlab.recorded_events", "grainlab.loadmap"};
+                        "grainlab.recorded_events", "grainlab.writers",
+                        "grainlab.loadmap"};
   const char *values[] = {complete ? "true" : "false", end_reason, threads, dropped, kept,
-                          loadmap};
+                          writers, loadmap};
   size_t nkv = sizeof keys / sizeof keys[0] - (loadmap ? 0 : 1);
   if (gl_spool_write_trailer(nkv, keys, values) != 0 && !from_signal)
     fprintf(stderr, "grainlab: cannot finish %s: its end record was not written\n",

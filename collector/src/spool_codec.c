@@ -21,6 +21,7 @@
  * arithmetic is modulo 2^64, so any value round-trips exactly. */
 #include "spool_codec.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define LITERAL 127u
@@ -35,14 +36,17 @@ static inline uint64_t zigzag(uint64_t d) { return (d << 1) ^ (0 - (d >> 63)); }
 static inline uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
 
 /* LEB128. Values below 2^21 (nearly all deltas) without a data-dependent
- * branch: up to 3 bytes are stored, the length counted (the encoder keeps a
- * row's worst case free, so the extra stores stay inside the buffer). */
+ * branch: the 7-bit groups are spread into bytes, the continuation bits set
+ * from the length, and 4 bytes stored at once (the encoder keeps a row's
+ * worst case free, so the bytes past the value's stay inside the buffer and
+ * are overwritten by what follows). */
 static inline uint8_t *put(uint8_t *p, uint64_t v) {
   if (__builtin_expect(v < (1u << 21), 1)) {
-    unsigned more1 = v >= 0x80, more2 = v >= 0x4000;
-    p[0] = (uint8_t)(v | more1 << 7);
-    p[1] = (uint8_t)(v >> 7 | more2 << 7);
-    p[2] = (uint8_t)(v >> 14);
+    uint32_t x = (uint32_t)v, more1 = x >= 0x80, more2 = x >= 0x4000;
+    uint32_t w = x + (x & ~0x7fu);  /* bits 7.. one up: a gap at bit 7 */
+    w += w & ~0x7fffu;              /* bits 15.. one more up: a gap at bit 15 */
+    w |= more1 << 7 | more2 << 15;
+    memcpy(p, &w, 4);
     return p + 1 + more1 + more2;
   }
   while (v >= 0x80) {
@@ -53,9 +57,31 @@ static inline uint8_t *put(uint8_t *p, uint64_t v) {
   return p;
 }
 
-static inline unsigned slot_of(uint64_t codeptr, uint32_t kind, uint8_t event, uint8_t flags) {
-  uint64_t k = ((uint64_t)kind << 16 | (uint64_t)event << 8 | flags) * 0xC2B2AE3D27D4EB4Full;
-  return (unsigned)(((codeptr * 0x9E3779B97F4A7C15ull) ^ k) >> 56);
+/* A symbol's identity in one word beside its codeptr (the encoder's hash
+ * table compares two words, not four fields): kind, event and flags where a
+ * row's last 8 bytes hold them on a little-endian machine, so a row's tag is
+ * one load and a mask there (row_tag). */
+static inline uint64_t tag_of(uint32_t kind, uint8_t event, uint8_t flags) {
+  return (uint64_t)kind | (uint64_t)event << 48 | (uint64_t)flags << 56;
+}
+
+static inline uint64_t row_tag(const gl_event_t *e) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  _Static_assert(offsetof(gl_event_t, kind) == 48 && offsetof(gl_event_t, cpu) == 52 &&
+                     offsetof(gl_event_t, event) == 54 && offsetof(gl_event_t, flags) == 55,
+                 "kind, cpu, event, flags: the row's last 8 bytes");
+  uint64_t w;
+  memcpy(&w, &e->kind, 8);
+  return w & ~(0xffffull << 32); /* without the cpu */
+#else
+  return tag_of(e->kind, e->event, e->flags);
+#endif
+}
+
+/* The encoder's hash slot (not part of the format: the decoder numbers
+ * symbols by their order of definition). */
+static inline unsigned slot_of(uint64_t codeptr, uint64_t tag) {
+  return (unsigned)(((codeptr ^ tag << 20) * 0x9E3779B97F4A7C15ull) >> 56);
 }
 
 static void reset(gl_codec_state *st) {
@@ -69,6 +95,7 @@ static void reset(gl_codec_state *st) {
 static void define(gl_codec_sym *y, uint8_t event, uint8_t flags, uint32_t kind,
                    uint64_t codeptr) {
   memset(y, 0, sizeof *y);
+  y->tag = tag_of(kind, event, flags);
   y->event = event;
   y->flags = flags;
   y->kind = kind;
@@ -88,22 +115,26 @@ static inline void remember(gl_codec_state *st, gl_codec_sym *y, const gl_event_
   st->last_cpu = e->cpu;
 }
 
-size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *ctr,
-                       uint32_t n, uint32_t nc, uint8_t *out, size_t cap) {
+/* The encoder's loop, inlined twice: without counters (nc a constant 0,
+ * the common case: the counter code drops out) and with any number. */
+static inline __attribute__((always_inline)) size_t encode(gl_codec_state *st,
+                                                           const gl_event_t *ev,
+                                                           const int64_t *ctr, uint32_t n,
+                                                           uint32_t nc, uint8_t *out,
+                                                           size_t cap) {
   reset(st);
-  if (nc > GL_MAX_COUNTERS) return (size_t)-1;
   uint8_t *p = out, *end = out + cap;
-  const size_t max_row = GL_CODEC_MAX_ROW(nc);
+  const size_t room = GL_CODEC_MAX_ROW(nc);
   for (uint32_t i = 0; i < n; i++) {
-    if ((size_t)(end - p) < max_row) return (size_t)-1;
+    if ((size_t)(end - p) < room) return (size_t)-1;
     const gl_event_t *e = &ev[i];
     __builtin_prefetch(e + 32); /* the rows come from memory the cache has not seen */
-    unsigned h = slot_of(e->codeptr, e->kind, e->event, e->flags);
+    uint64_t tag = row_tag(e);
+    unsigned h = slot_of(e->codeptr, tag);
     unsigned s = LITERAL;
     for (uint8_t v; (v = st->slot[h]) != 0; h = (h + 1) & 255u) {
       const gl_codec_sym *y = &st->sym[v - 1];
-      if (y->codeptr == e->codeptr && y->kind == e->kind && y->event == e->event &&
-          y->flags == e->flags) {
+      if (y->codeptr == e->codeptr && y->tag == tag) {
         s = v - 1u;
         break;
       }
@@ -111,7 +142,7 @@ size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *
     uint8_t *head = p++;
     unsigned headv = s;
     gl_codec_sym *y;
-    if (s == LITERAL) {
+    if (__builtin_expect(s == LITERAL, 0)) {
       *p++ = e->event;
       *p++ = e->flags;
       p = put(p, e->kind);
@@ -138,10 +169,12 @@ size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *
     p = put(p, zigzag(e->tsc - st->last_tsc));
     p = put(p, zigzag(e->task - y->task));
     p = put(p, zigzag(e->other - y->other));
-    if (x & X_VALUE) p = put(p, zigzag(e->value - y->value));
-    if (x & X_COUNT) p = put(p, zigzag(e->count - y->count));
-    if (x & X_CPU) p = put(p, e->cpu);
-    if (x & X_NULLS) *p++ = (uint8_t)nulls;
+    if (x) {
+      if (x & X_VALUE) p = put(p, zigzag(e->value - y->value));
+      if (x & X_COUNT) p = put(p, zigzag(e->count - y->count));
+      if (x & X_CPU) p = put(p, e->cpu);
+      if (x & X_NULLS) *p++ = (uint8_t)nulls;
+    }
     for (uint32_t k = 0; k < nc; k++) {
       if (nulls >> k & 1u) continue;
       p = put(p, zigzag((uint64_t)c[k] - (uint64_t)st->last_ctr[k]));
@@ -150,6 +183,13 @@ size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *
     remember(st, y, e, nulls);
   }
   return (size_t)(p - out);
+}
+
+size_t gl_codec_encode(gl_codec_state *st, const gl_event_t *ev, const int64_t *ctr,
+                       uint32_t n, uint32_t nc, uint8_t *out, size_t cap) {
+  if (nc > GL_MAX_COUNTERS) return (size_t)-1;
+  if (nc == 0) return encode(st, ev, 0, n, 0, out, cap);
+  return encode(st, ev, ctr, n, nc, out, cap);
 }
 
 /* ------------------------------------------------------------ decoding */

@@ -15,15 +15,17 @@
  * literal follows"; once 127 are defined, later literals share slot 127. */
 #define GL_CODEC_SYMBOLS 127
 
-/* The most bytes one encoded row can take: head, literal (event, flags, a
- * 5-byte kind, a 10-byte codeptr), extras, five 10-byte varints (tsc, task,
- * other, value, count), cpu, null mask, a 10-byte varint per counter. */
-#define GL_CODEC_MAX_ROW(nc) (1u + 17u + 1u + 5u * 10u + 3u + 1u + 10u * (unsigned)(nc))
+/* The room the encoder needs for one row: the most bytes a row can take
+ * (head, literal (event, flags, a 5-byte kind, a 10-byte codeptr), extras,
+ * five 10-byte varints (tsc, task, other, value, count), cpu, null mask, a
+ * 10-byte varint per counter), plus 4 it may store past a short number's
+ * bytes (spool_codec.c, put). */
+#define GL_CODEC_MAX_ROW(nc) (1u + 17u + 1u + 5u * 10u + 3u + 1u + 10u * (unsigned)(nc) + 4u)
 
 /* The encoder's (and decoder's) working memory (~7 KiB): the symbol table
  * of a block. One per encoding thread, allocated once; reset for each block. */
 typedef struct gl_codec_sym {
-  uint64_t codeptr, task, other, value, count;
+  uint64_t codeptr, tag, task, other, value, count; /* tag: the encoder's (spool_codec.c) */
   uint32_t kind;
   uint8_t event, flags, nulls;
 } gl_codec_sym;

@@ -2,8 +2,10 @@
  * first time a thread reports an event (normally at thread_begin) and lives
  * until the process ends, so the end of the run can flush every buffer. */
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include "grainlab_spool.h"
 #include "thread_state.h"
@@ -12,6 +14,25 @@ int gl_ncounters;
 uint32_t gl_buffer_events = GL_BUFFER_EVENTS_DEFAULT;
 int gl_pool_size = 2;
 int gl_recording;
+long gl_rseq_cpu_offset;
+
+/* glibc 2.35+ exports where each thread's rseq area sits (weak: absent in
+ * older ones); the area's cpu_id field is at byte 4 (linux/rseq.h). */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+void gl_cpu_configure(void) {
+  if (&__rseq_offset && &__rseq_size && __rseq_size >= 8)
+    gl_rseq_cpu_offset = (long)__rseq_offset + 4;
+}
+
+/* thread_state.h's promise: a thread's state starts a cache line, and what
+ * the writer threads read and write starts lines of its own. */
+_Static_assert(_Alignof(gl_thread) == GL_LINE && sizeof(gl_thread) % GL_LINE == 0,
+               "thread states are whole cache lines");
+_Static_assert(offsetof(gl_thread, pool_events) % GL_LINE == 0 &&
+                   offsetof(gl_thread, pool_state) % GL_LINE == 0,
+               "the writer's fields start lines of their own");
 
 __thread gl_thread *gl_self_tls __attribute__((tls_model("initial-exec")));
 
@@ -90,7 +111,9 @@ gl_thread *gl_thread_create(void) {
               GL_MAX_THREADS);
     return 0;
   }
-  gl_thread *t = calloc(1, sizeof *t);
+  /* Line-aligned (thread_state.h, GL_LINE); sizeof is a multiple of it. */
+  gl_thread *t = aligned_alloc(GL_LINE, sizeof *t);
+  if (t) memset(t, 0, sizeof *t);
   size_t slots = (size_t)gl_buffer_events + 1;
   int ok = t != 0;
   for (int k = 0; ok && k < gl_pool_size; k++) {

@@ -184,6 +184,7 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
   if (n < 0) return 0; /* gl_counters_init printed the one-line reason */
   gl_ncounters = n;
   gl_pool_configure();
+  gl_cpu_configure();
   /* Fail fast: create (and lock) the spool now rather than lose the run at
    * the first flush. This also removes a stale trace at the output path. */
   if (!gl_spool_open(gl_run.output_path)) return 0;

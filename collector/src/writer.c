@@ -1,16 +1,27 @@
-/* writer.c — the writer thread: the application never waits for I/O.
+/* writer.c — the writer threads: the application never waits for I/O.
  *
  * A thread whose buffer fills hands it over (flush.c) and goes on filling
- * another buffer of its pool (GL_POOL per thread); this thread encodes the
- * handed-over buffers (compact spool blocks, spool_codec.c) and appends them
- * to the spool, each thread's in the order they were handed over. An application thread waits only when every buffer of its
- * pool is still queued or being written — the FLUSH_BEGIN .. FLUSH_END rows
- * around the hand-over then record that stall, and the analysis discounts it.
+ * another buffer of its pool (GL_POOL per thread); a writer thread encodes
+ * the handed-over buffers (compact spool blocks, spool_codec.c) and appends
+ * them to the spool, each thread's in the order they were handed over. An
+ * application thread waits only when every buffer of its pool is still
+ * queued or being written — the FLUSH_BEGIN .. FLUSH_END rows around the
+ * hand-over then record that stall, and the analysis discounts it.
  *
- * The writer sleeps on a futex when there is nothing to write; a hand-over
- * costs one atomic increment and one FUTEX_WAKE. It blocks every signal, so a
- * handler never runs on it. GRAINLAB_WRITER=0 turns it off (each thread then
- * writes its own buffers, as before: for comparison). */
+ * The first writer starts at the first hand-over. One encodes ~90 million
+ * rows a second; many threads of fine-grained tasks fill buffers faster than
+ * that, and their pools fill up: threads then wrote their own blocks, inside
+ * the run.
+ * So a thread that finds its pool full starts another writer (gl_writer_add),
+ * up to GL_WRITERS, while traced threads and writers together leave a CPU to
+ * each. Writers take any thread's queue (one appender per thread at a time,
+ * t->wlock, keeps its blocks in order).
+ *
+ * Writers sleep on a futex when there is nothing to write; a hand-over costs
+ * one atomic increment, and a FUTEX_WAKE only when a writer sleeps (while
+ * they write, they see the new buffer on their next pass). They block every
+ * signal, so a handler never runs on them. GRAINLAB_WRITER=0 turns them off
+ * (each thread then writes its own buffers, as before: for comparison). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -25,11 +36,19 @@
 #include "thread_state.h"
 #include "writer.h"
 
-static pthread_t writer;
-static int running;  /* the writer thread exists and takes buffers (atomic) */
-static int stopping; /* gl_writer_stop asked it to end (atomic) */
-static int stopped;  /* it has ended (atomic) */
-static int work_seq; /* bumped at every hand-over: the futex word */
+#define GL_WRITERS 4
+
+static int running;  /* a writer thread exists and takes buffers (atomic) */
+static int stopping; /* gl_writer_stop asked them to end (atomic) */
+static int nwriters; /* writer threads started (atomic) */
+static int adding;   /* a thread is starting one (atomic) */
+/* Bumped at every hand-over (the futex word), and how many writers sleep
+ * or are about to: written by every thread once per block, so on a cache line
+ * of their own, apart from the read-mostly globals each event reads. */
+static struct {
+  _Alignas(64) int seq;
+  int sleeping;
+} wake;
 static int always;   /* GRAINLAB_WRITER=1: hand over even with no core free */
 static int cpus;     /* CPUs this process may run on */
 
@@ -38,7 +57,9 @@ static void futex_wait(int *word, int seen, long ns) {
   syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, &ts, 0, 0);
 }
 
-static void futex_wake(int *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0); }
+static void futex_wake(int *word, int n) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, 0, 0, 0);
+}
 
 /* Append every queued buffer of `t`, oldest first, if nobody else is
  * appending t's buffers right now (t->wlock: one appender per thread keeps
@@ -48,6 +69,18 @@ static void futex_wake(int *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE,
  * wait for a writer busy elsewhere: never worse than writing inline), and by
  * the end of the run. */
 int gl_writer_drain_thread(gl_thread *t) {
+  /* Nothing queued: leave the lock alone (a buffer being written: its
+   * appender holds it). A writer's pass looks at every thread; taking each
+   * one's lock would write to a line of every thread's state, and a writer
+   * preempted (SCHED_IDLE) while holding a lock for nothing would make that
+   * thread wait for it. */
+  int queued = 0, writing = 0;
+  for (int k = 0; k < gl_pool_size; k++) {
+    int state = __atomic_load_n(&t->pool_state[k], __ATOMIC_ACQUIRE);
+    queued |= state == GL_BUF_QUEUED;
+    writing |= state == GL_BUF_WRITING;
+  }
+  if (!queued) return writing ? -1 : 0;
   int unlocked = 0;
   if (!__atomic_compare_exchange_n(&t->wlock, &unlocked, 1, 0, __ATOMIC_ACQUIRE,
                                    __ATOMIC_RELAXED))
@@ -71,7 +104,8 @@ int gl_writer_drain_thread(gl_thread *t) {
 }
 
 static void *writer_main(void *arg) {
-  (void)arg;
+  /* Writers start their passes at different threads: not all at one lock. */
+  uint32_t first = (uint32_t)(uintptr_t)arg;
   /* Yield to anything else that wants the core (other programs too): an
    * application thread the writer preempts carries the writer's time
    * inside a grain, where nothing marks it. Starved, the writer leaves the
@@ -80,37 +114,89 @@ static void *writer_main(void *arg) {
   struct sched_param idle = {0};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   for (;;) {
-    int seen = __atomic_load_n(&work_seq, __ATOMIC_ACQUIRE);
+    int seen = __atomic_load_n(&wake.seq, __ATOMIC_ACQUIRE);
     int done = 0;
     uint32_t n = gl_thread_count();
-    for (uint32_t i = 0; i < n; i++) {
-      gl_thread *t = gl_thread_get(i);
+    for (uint32_t j = 0; j < n; j++) {
+      gl_thread *t = gl_thread_get((first + j) % n);
       if (t && gl_writer_drain_thread(t) > 0) done++;
     }
     if (done) continue;
-    if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) break;
-    futex_wait(&work_seq, seen, 100000000L); /* 100 ms: a lost wake costs no more */
+    if (__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) return 0;
+    /* Dekker with gl_writer_wake (both seq_cst): either it sees `sleeping`
+     * and wakes one of us, or we see its new `seq` and do not sleep. */
+    __atomic_add_fetch(&wake.sleeping, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&wake.seq, __ATOMIC_SEQ_CST) == seen)
+      futex_wait(&wake.seq, seen, 100000000L); /* 100 ms: a lost wake costs no more */
+    __atomic_sub_fetch(&wake.sleeping, 1, __ATOMIC_RELAXED);
   }
-  __atomic_store_n(&stopped, 1, __ATOMIC_RELEASE);
-  return 0;
+}
+
+/* The CPUs the process could use at start-up: a writer started later by an
+ * application thread that the runtime has bound to one CPU (OMP_PROC_BIND)
+ * must not inherit that binding and compete with it. */
+static cpu_set_t process_cpus;
+
+/* Start writer number `k`; 0 when it could not be. */
+static int start_writer(int k) {
+  pthread_t writer;
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return 0;
+  pthread_attr_setaffinity_np(&attr, sizeof process_cpus, &process_cpus);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer inherits: no handler on it */
+  int rc = pthread_create(&writer, &attr, writer_main, (void *)(uintptr_t)k);
+  pthread_sigmask(SIG_SETMASK, &old, 0);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return 0;
+  pthread_setname_np(writer, "grainlab-write");
+  pthread_detach(writer);
+  return 1;
 }
 
 void gl_writer_start(void) {
   const char *mode = getenv("GRAINLAB_WRITER");
   if (mode && strcmp(mode, "0") == 0) return;
   always = mode && strcmp(mode, "1") == 0;
-  cpu_set_t set;
-  cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer inherits: no handler on it */
-  int rc = pthread_create(&writer, 0, writer_main, 0);
-  pthread_sigmask(SIG_SETMASK, &old, 0);
-  if (rc != 0) return; /* threads write their own buffers */
-  pthread_setname_np(writer, "grainlab-write");
-  pthread_detach(writer);
-  __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
+  if (sched_getaffinity(0, sizeof process_cpus, &process_cpus) == 0) {
+    cpus = CPU_COUNT(&process_cpus);
+  } else {
+    cpus = 1;
+    for (int c = 0; c < CPU_SETSIZE; c++) CPU_SET(c, &process_cpus);
+  }
+  __atomic_store_n(&running, 1, __ATOMIC_RELEASE); /* the first writer: at the first hand-over */
 }
+
+/* The first hand-over starts the first writer, not the start of the run: a
+ * run that never fills a buffer has none, and so never waits for one as the
+ * process exits (every thread must run to exit, and a SCHED_IDLE thread on a
+ * busy machine was scheduled 60-190 ms late: `fib 2` took 62-200 ms instead
+ * of 12). If it cannot be started, threads write their own buffers. */
+static void start_first_writer(void) {
+  if (__atomic_exchange_n(&adding, 1, __ATOMIC_ACQ_REL)) return; /* another thread is at it */
+  if (__atomic_load_n(&nwriters, __ATOMIC_ACQUIRE) == 0) {
+    if (start_writer(0))
+      __atomic_store_n(&nwriters, 1, __ATOMIC_RELEASE);
+    else
+      __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&adding, 0, __ATOMIC_RELEASE);
+}
+
+/* Called by a thread whose pool is full: the writers do not keep up. One
+ * more, if traced threads and writers still leave each a CPU (with
+ * GRAINLAB_WRITER=1 regardless) and no other thread is starting one. */
+void gl_writer_add(void) {
+  int n = __atomic_load_n(&nwriters, __ATOMIC_ACQUIRE);
+  if (n == 0 || n >= GL_WRITERS || __atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) return;
+  if (!always && gl_thread_count() + (uint32_t)n + 1 > (uint32_t)cpus) return;
+  if (__atomic_exchange_n(&adding, 1, __ATOMIC_ACQ_REL)) return;
+  if (start_writer(n)) __atomic_store_n(&nwriters, n + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&adding, 0, __ATOMIC_RELEASE);
+}
+
+int gl_writer_count(void) { return __atomic_load_n(&nwriters, __ATOMIC_ACQUIRE); }
 
 int gl_writer_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
 
@@ -123,28 +209,29 @@ int gl_writer_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE)
 int gl_writer_has_core(void) { return always || gl_thread_count() < (uint32_t)cpus; }
 
 void gl_writer_wake(void) {
-  __atomic_add_fetch(&work_seq, 1, __ATOMIC_RELEASE);
-  futex_wake(&work_seq);
+  if (__builtin_expect(__atomic_load_n(&nwriters, __ATOMIC_ACQUIRE) == 0, 0))
+    start_first_writer();
+  __atomic_add_fetch(&wake.seq, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&wake.sleeping, __ATOMIC_SEQ_CST)) futex_wake(&wake.seq, 1);
 }
 
-/* End the writer once what is queued is written (bounded: 10 s), from normal
- * code or a signal handler (only atomics, futex and nanosleep). Then write
- * whatever is still queued from here. Threads hand nothing over afterwards. */
+/* End the writers, and write whatever is queued from here (each thread's in
+ * order), from normal code or a signal handler (only atomics, futex and
+ * nanosleep besides the appends). Threads hand nothing over afterwards. This
+ * waits for a writer thread only while it appends a thread's blocks, not
+ * for it to wake up and leave: at SCHED_IDLE on a busy machine that can take
+ * seconds. A writer that wakes later finds nothing queued. */
 void gl_writer_stop(void) {
   if (__atomic_exchange_n(&running, 0, __ATOMIC_ACQ_REL)) {
     __atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-    gl_writer_wake();
-    struct timespec pause = {0, 1000000};
-    for (int i = 0; i < 10000 && !__atomic_load_n(&stopped, __ATOMIC_ACQUIRE); i++) {
-      gl_writer_wake();
-      nanosleep(&pause, 0);
-    }
+    __atomic_add_fetch(&wake.seq, 1, __ATOMIC_SEQ_CST);
+    futex_wake(&wake.seq, GL_WRITERS); /* all of them: each leaves */
   }
   uint32_t n = gl_thread_count();
   struct timespec pause = {0, 1000000};
   for (uint32_t i = 0; i < n; i++) {
     gl_thread *t = gl_thread_get(i);
-    /* another appender (a thread writing its own) finishes first (bounded) */
+    /* another appender (the writer, a thread writing its own) finishes first (bounded) */
     for (int k = 0; t && k < 5000 && gl_writer_drain_thread(t) < 0; k++) nanosleep(&pause, 0);
   }
 }
