@@ -819,6 +819,7 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
                                          "numa_distances": [[10]], "caches": []}),
         "grainlab.loadmap": "[]",
         "grainlab.buffer_events": str(buffer_events),
+        "grainlab.writers": "0",          # no writer thread: nothing was recorded
         "grainlab.flushes": str(len(groups)),
         "grainlab.dropped_events": "0",
         "grainlab.recorded_events": str(sum(len(g["time"]) for g in groups)),
