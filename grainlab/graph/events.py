@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..sorting import argsort, lexsort
+from .columns import isin_small
 
 from .. import schema as S
 
@@ -159,20 +160,13 @@ def _untied_end_clip(ev, time, kind, other_owner, clip) -> np.ndarray:
     to drop the task's reference, reports the completion (libomp's
     __kmp_task_finish; docs/trace-format.md "Untied tasks"): the silent
     thread's time until its next row is then runtime, not the task's."""
-    done = np.flatnonzero((ev == S.TASK_SCHEDULE) & isin_status(kind, S.STATUS_FINISHED)
+    done = np.flatnonzero((ev == S.TASK_SCHEDULE) & isin_small(kind, S.STATUS_FINISHED)
                           & (other_owner >= 0))
     if not len(done):
         return clip
     clip = np.array(clip, dtype=np.int64, copy=True)
     np.minimum.at(clip, other_owner[done], time[done])
     return clip
-
-
-def isin_status(kind: np.ndarray, statuses) -> np.ndarray:
-    out = np.zeros(len(kind), dtype=bool)
-    for s in statuses:
-        out |= kind == s
-    return out
 
 
 def counter_deltas(rows: Rows) -> dict:
