@@ -9,7 +9,7 @@ parallelism <= threads, work + overhead + idle = each thread's total, every
 task joined after it ends, each task's time per thread equal to a plain walk
 over the rows). Prints one line per (program, threads) and a verdict.
 
-    .venv/bin/python benchmarks/untied_stress.py                  # 20 x {2,4,8,16,32}
+    .venv/bin/python benchmarks/untied_stress.py                  # 20 x {1,2,4,8,16,32}
     .venv/bin/python benchmarks/untied_stress.py --reps 3 --threads 2,8 --programs fib,sparselu
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ CASES = {
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--threads", default="2,4,8,16,32")
+    p.add_argument("--threads", default="1,2,4,8,16,32")
     p.add_argument("--programs", default=",".join(CASES))
     p.add_argument("--keep", default="out/untied_stress",
                    help="folder where traces that break an invariant are kept")

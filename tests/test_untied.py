@@ -182,7 +182,7 @@ UNTIED_CASES = [
 ]
 
 
-@pytest.mark.parametrize("threads", [2, 4, 8, 16, 32])
+@pytest.mark.parametrize("threads", [1, 2, 4, 8, 16, 32])
 @pytest.mark.parametrize("name,args,tasks", UNTIED_CASES, ids=[c[0] for c in UNTIED_CASES])
 def test_untied_examples_load_count_and_hold_the_invariants(record, name, args, tasks, threads):
     t = record(name, *args, threads=threads, env={"GRAINLAB_QUIET": "1"})
