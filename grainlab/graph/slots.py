@@ -137,7 +137,6 @@ def _task_slots(parts, orows, owners, q) -> Forks:
     sc = np.flatnonzero((r.event == S.TASK_SCHEDULE) & (own >= 0) & (own < T))
     if owners.untied:
         sc = sc[argsort(r.grank[sc])]
-    if owners.untied:
         _migration_slots(parts, r, own, sc)
     sc = sc[first_per_key(own[sc], E)]
     parts.add(len(sc), owner=own[sc], row=r.grank[sc], type=FRAGMENT, start=t[sc])
@@ -171,7 +170,7 @@ def _migration_slots(parts, r, own, sc) -> None:
     global time order. A task that resumes where it ran (tied tasks, every
     task at one thread, a serialized untied task's self-switches) gets no
     new fragment, so the graph's shape changes only where tasks moved."""
-    s = sc[lexsort((r.grank[sc], own[sc]))]     # per task, in time
+    s = sc[argsort(own[sc])]        # per task, in time (stable: sc is in time order)
     who, thread = own[s], r.thread[s]
     moved = np.zeros(len(s), dtype=bool)
     moved[1:] = (who[1:] == who[:-1]) & (thread[1:] != thread[:-1])
