@@ -9,6 +9,7 @@ level of grains (tasks and loop chunks).
     a.grains; a.problems(); a.by_location(); a.summary
     gl.characterize(["a.parquet", "traces/"])   # one row of properties per trace
     gl.scan("big.parquet").summary()   # what `grainlab info` says, streamed (grainlab.trace.scan)
+    gl.scaling(["one.parquet", "two.parquet"])   # speed-up, OVR, WTI (grainlab.analysis.scaling)
 """
 from .errors import GrainlabError, TraceError
 
@@ -18,7 +19,8 @@ __version__ = "0.1.0"
 # stay fast for `grainlab --version` and tools that import it for a name).
 _LAZY = {"Analysis": "analysis.analysis", "Comparison": "analysis.analysis",
          "analyze": "analysis.analysis", "open": "analysis.analysis", "Trace": "trace.trace",
-         "load": "trace.trace", "scan": "trace.scan", "characterize": "suite.characterization"}
+         "load": "trace.trace", "scan": "trace.scan", "characterize": "suite.characterization",
+         "scaling": "analysis.scaling", "Scaling": "analysis.scaling"}
 
 
 def __getattr__(name):
@@ -33,4 +35,4 @@ def __getattr__(name):
 def __dir__():
     return sorted(list(globals()) + list(_LAZY))
 __all__ = ["load", "scan", "Trace", "analyze", "open", "Analysis", "Comparison", "GrainlabError",
-           "TraceError", "characterize", "__version__"]
+           "TraceError", "characterize", "scaling", "Scaling", "__version__"]
