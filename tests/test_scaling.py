@@ -111,6 +111,19 @@ def test_location_inflation_by_hand():
     assert sc.most_inflated(t, 1)["location"].tolist() == ["a", "b"]
 
 
+def test_loop_chunks_are_compared_per_iteration():
+    # baseline: one chunk of 1000 iterations, 20000 ns (20 per iteration);
+    # run: 1000 chunks of one iteration, 25 ns each (x 1.25, +5000 ns)
+    base = sc.location_means([20000], ["loop"], [1000])
+    run = sc.location_means(np.full(1000, 25), np.full(1000, "loop", object), np.ones(1000))
+    t = sc.location_inflation(base, [run], [2]).iloc[0]
+    assert t["grains"] == 1000 and t["baseline_grains"] == 1 and t["units"] == 1000
+    assert t["mean_work_ns"] == 25 and t["baseline_mean_work_ns"] == 20
+    assert t["inflation"] == 1.25 and t["added_work_ns"] == 5000
+    g, _ = loop([[2, 2], [7]])
+    assert sc.units(g.grains).tolist() == [1, 1, 1]      # hand loops: no iteration column
+
+
 # ---------------------------------------------------------------------------
 # every example at 1 and 2 threads
 

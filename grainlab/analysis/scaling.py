@@ -90,11 +90,13 @@ class Scaling:
     @cached_property
     def locations(self) -> pd.DataFrame:
         """Seed 001 Table I per source location: one row per (location, run),
-        mean grain work against the baseline's (grainlab.metrics.scaling.location_inflation)."""
+        mean grain work (per iteration for loop chunks) against the baseline's
+        (grainlab.metrics.scaling.location_inflation)."""
         self._progress("source locations")
 
         def means(a):
-            return sc.location_means(a.graph.grains["work"].to_numpy(), a.locations.to_numpy())
+            gr = a.graph.grains
+            return sc.location_means(gr["work"].to_numpy(), a.locations.to_numpy(), sc.units(gr))
         return sc.location_inflation(means(self.baseline), [means(a) for a in self.analyses],
                                      self.runs["threads"].tolist())
 
@@ -129,7 +131,7 @@ class Scaling:
 def _location_rows(df: pd.DataFrame) -> list:
     return [{"location": str(r["location"]), "inflation": r["inflation"],
              "added_work_ns": r["added_work_ns"], "grains": int(r["grains"]),
-             "mean_work_ns": r["mean_work_ns"],
+             "units": int(r["units"]), "mean_work_ns": r["mean_work_ns"],
              "baseline_mean_work_ns": r["baseline_mean_work_ns"]}
             for r in df.to_dict("records")]
 
@@ -145,6 +147,7 @@ def _locations(table: pd.DataFrame, ranked: list) -> list:
         out.append({"location": str(loc), "baseline_grains": int(first["baseline_grains"]),
                     "baseline_mean_work_ns": first["baseline_mean_work_ns"],
                     "runs": [{"threads": int(r["threads"]), "grains": int(r["grains"]),
+                              "units": int(r["units"]), "work_ns": int(r["work_ns"]),
                               "mean_work_ns": r["mean_work_ns"], "inflation": r["inflation"],
                               "added_work_ns": r["added_work_ns"]}
                              for r in rows.to_dict("records")]})

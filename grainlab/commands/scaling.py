@@ -84,7 +84,7 @@ def run_table(runs: list, baseline: str) -> list:
             f"{_pct(r['efficiency']):>6} {_pct(r['work_share']):>5} {_pct(r['overhead_share']):>5} "
             f"{_pct(r['idle_share']):>5} {_num(r['ovr']):>6} {_num(r['wti']):>6} "
             f"{_num(r['identity']):>11} {_num(r['wti_grains']):>10} "
-            f"{r['matched_grains']:>7}/{r['grains']:<7}")
+            f"{str(r['matched_grains']) + '/' + str(r['grains']):>15}")
     return out
 
 
@@ -100,9 +100,13 @@ def overhead_table(runs: list) -> list:
     return out
 
 
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def location_table(r: dict) -> list:
     runs = r["runs"]
-    head = f"  {'location':<40} {'base mean':>10}" + "".join(
+    head = f"  {'location':<44} {'base mean':>10}" + "".join(
         f" {'mean@' + str(x['threads']):>10} {'x':>6}" for x in runs[1:])
     out = [head]
     for loc in r["locations"]:
@@ -110,7 +114,8 @@ def location_table(r: dict) -> list:
         cells = "".join(f" {fmt_ns(p['mean_work_ns']):>10} {_num(p['inflation']):>6}"
                         for p in per)
         base = loc["baseline_mean_work_ns"]
-        out.append(f"  {loc['location'][:40]:<40} {'-' if base is None else fmt_ns(base):>10}"
+        out.append(f"  {_short(loc['location'], 44):<44} "
+                   f"{'-' if base is None else fmt_ns(base):>10}"
                    + cells)
     return out
 
@@ -132,8 +137,8 @@ def render(r: dict) -> str:
              "WTI includes the different work" for x in runs if not x["same_tasks"]]
     if notes:
         out += ["", "NOTE", *notes]
-    out += ["", "SOURCE LOCATIONS: mean grain work against the baseline (x = inflation), "
-            "by work added at the most threads", *location_table(r)]
+    out += ["", "SOURCE LOCATIONS: mean work per task (per iteration for loops) against the "
+            "baseline's, x = inflation; by work added at the most threads", *location_table(r)]
     for m in r["most_inflated"]:
         top = [loc for loc in m["locations"] if (loc["added_work_ns"] or 0) > 0]
         if top:

@@ -31,6 +31,9 @@ scheduling (OVR*_B > 1); the paper's T_serial has none. docs/metrics.md
 
 Per source location (seed 001, Table I): mean grain work at N against the
 baseline's, and the work that inflation adds there, (mean_N - mean_B) · grains_N.
+A loop's chunks are counted per iteration (its chunking changes with the
+thread count: one chunk of 1000 iterations at 1 thread, 1000 chunks of one
+at 2), a task per grain.
 Units: ns. Everything is columns: one row per run, one row per (location, run).
 """
 from __future__ import annotations
@@ -120,33 +123,52 @@ def matches(g_base, g_run) -> dict:
             "same_tasks": bool(matched_tasks == task_b.sum() == task_r.sum())}
 
 
-def location_means(work, locations) -> pd.DataFrame:
-    """Per source location: grains and mean grain work (ns)."""
-    df = pd.DataFrame({"location": np.asarray(locations, dtype=object),
-                       "work": np.asarray(work, np.int64)})
-    return df.groupby("location", sort=False)["work"].agg(grains="size", work_ns="sum",
-                                                          mean_work_ns="mean")
+def units(grains: pd.DataFrame) -> np.ndarray:
+    """What a grain's work is per: 1 for a task, its iterations for a loop
+    chunk (a loop's chunks change with the thread count and schedule; its
+    iterations do not)."""
+    chunk = np.asarray(grains["kind"] == "chunk")
+    it = grains["iterations"].to_numpy(np.int64) if "iterations" in grains else \
+        np.ones(len(grains), np.int64)
+    return np.where(chunk, np.maximum(it, 1), 1)
+
+
+def location_means(work, locations, unit=None) -> pd.DataFrame:
+    """Per source location: grains, units (grains, or loop iterations: `units`),
+    work_ns, and mean_work_ns = work per unit (per grain for tasks, per
+    iteration for loop chunks)."""
+    work = np.asarray(work, np.int64)
+    df = pd.DataFrame({"location": np.asarray(locations, dtype=object), "work": work,
+                       "unit": np.ones(len(work), np.int64) if unit is None else
+                       np.asarray(unit, np.int64)})
+    by = df.groupby("location", sort=False).agg(grains=("work", "size"), units=("unit", "sum"),
+                                                 work_ns=("work", "sum"))
+    by["mean_work_ns"] = by["work_ns"] / by["units"]
+    return by
 
 
 def location_inflation(base: pd.DataFrame, runs: list, threads: list) -> pd.DataFrame:
     """Seed 001 Table I per source location. `base`, `runs`: `location_means`
     of the baseline and of each run (with its thread count in `threads`).
-    One row per (location, run): threads, grains, mean_work_ns,
+    One row per (location, run): threads, grains, units, mean_work_ns,
     baseline_grains, baseline_mean_work_ns, inflation = mean / baseline mean
     (NaN for a location the baseline does not have), added_work_ns =
-    (mean - baseline mean) · grains: the work inflation adds there."""
+    (mean - baseline mean) · units: the work inflation adds there (for a
+    task tree or loop equal to the baseline's, work_N - work_B there)."""
     rows = []
     for i, (r, n) in enumerate(zip(runs, threads)):
         b = base.reindex(r.index)
         rows.append(pd.DataFrame({
             "location": r.index.to_numpy(dtype=object), "run": i, "threads": n,
-            "grains": r["grains"].to_numpy(np.int64), "mean_work_ns": r["mean_work_ns"].to_numpy(),
+            "grains": r["grains"].to_numpy(np.int64), "units": r["units"].to_numpy(np.int64),
+            "work_ns": r["work_ns"].to_numpy(np.int64),
+            "mean_work_ns": r["mean_work_ns"].to_numpy(np.float64),
             "baseline_grains": b["grains"].fillna(0).to_numpy(np.int64),
             "baseline_mean_work_ns": b["mean_work_ns"].to_numpy(np.float64)}))
     out = pd.concat(rows, ignore_index=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["inflation"] = out["mean_work_ns"] / out["baseline_mean_work_ns"]
-    out["added_work_ns"] = (out["mean_work_ns"] - out["baseline_mean_work_ns"]) * out["grains"]
+    out["added_work_ns"] = (out["mean_work_ns"] - out["baseline_mean_work_ns"]) * out["units"]
     return out
 
 
