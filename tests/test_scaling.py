@@ -214,6 +214,7 @@ def test_json_has_the_issue_keys_and_the_identity(cli, synthetic):
     assert {"baseline", "runs", "locations", "most_inflated", "program"} <= set(out)
     runs = out["runs"]
     assert [x["threads"] for x in runs] == [1, 2, 3]
+    assert [x["baseline"] for x in runs] == [True, False, False]
     for x in runs:
         assert JSON_RUN_KEYS <= set(x), JSON_RUN_KEYS - set(x)
         assert x["speedup"] == pytest.approx(runs[0]["duration_ns"] / x["duration_ns"])

@@ -25,7 +25,7 @@ from ..errors import GrainlabError, UsageError
 from ..metrics import scaling as sc
 from .analysis import DEFAULT_TOP, Analysis, jsonable, program_of
 
-RUN_KEYS = ("path", "threads", "duration_ns", "work_ns", "overhead_ns", "idle_ns", "speedup",
+RUN_KEYS = ("path", "baseline", "threads", "duration_ns", "work_ns", "overhead_ns", "idle_ns", "speedup",
             "ovr", "wti", "total_ns", "wti_grains", "grain_work_ns", "efficiency", "ideal", "ovr_abs", "inflation_ns",
             "work_share", "overhead_share", "idle_share", "identity", "identity_error",
             "threads_active", "create_ns", "schedule_ns", "sync_ns", "runtime_ns",
@@ -97,8 +97,9 @@ class Scaling:
         def means(a):
             gr = a.graph.grains
             return sc.location_means(gr["work"].to_numpy(), a.locations.to_numpy(), sc.units(gr))
-        return sc.location_inflation(means(self.baseline), [means(a) for a in self.analyses],
-                                     self.runs["threads"].tolist())
+        per_run = [means(a) for a in self.analyses]
+        base = per_run[int(np.flatnonzero(self.runs["baseline"].to_numpy())[0])]
+        return sc.location_inflation(base, per_run, self.runs["threads"].tolist())
 
     def most_inflated(self, run: int | None = None, top: int | None = DEFAULT_TOP) -> pd.DataFrame:
         """Locations by the work their inflation adds in run `run` (position

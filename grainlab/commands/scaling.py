@@ -71,14 +71,14 @@ def _num(x, fmt=".3g") -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def run_table(runs: list, baseline: str) -> list:
+def run_table(runs: list) -> list:
     """One row per run: time, speed-up, efficiency, the time of all threads
     split into work / overhead / idle, OVR, WTI, the identity, grains matched."""
     out = [f"  {'threads':>7} {'time':>9} {'speed-up':>8} {'effic.':>6} {'work':>5} "
            f"{'ovh':>5} {'idle':>5} {'OVR':>6} {'WTI':>6} {'N/(OVR*WTI)':>11} "
            f"{'WTI grains':>10} {'grains matched':>15}"]
     for r in runs:
-        mark = "*" if r["path"] == baseline else " "
+        mark = "*" if r["baseline"] else " "
         out.append(
             f"{mark} {r['threads']:>7} {fmt_ns(r['duration_ns']):>9} {_num(r['speedup']):>8} "
             f"{_pct(r['efficiency']):>6} {_pct(r['work_share']):>5} {_pct(r['overhead_share']):>5} "
@@ -122,7 +122,7 @@ def location_table(r: dict) -> list:
 
 def render(r: dict) -> str:
     runs = r["runs"]
-    base = next(x for x in runs if x["path"] == r["baseline"])
+    base = next(x for x in runs if x["baseline"])
     errors = [abs(x["identity_error"]) for x in runs if x["identity_error"] is not None]
     worst = max(errors) if errors else float("nan")
     out = [f"program        {r['program']}",
@@ -130,7 +130,7 @@ def render(r: dict) -> str:
            f"identity       speed-up = (N/N_baseline) / (OVR*WTI), largest relative error "
            f"{worst:.1g}",
            "", "RUNS (time of all threads = N x time: work / overhead / idle shares)",
-           *run_table(runs, r["baseline"]),
+           *run_table(runs),
            "", "TIME OF ALL THREADS", *overhead_table(runs)]
     notes = [f"  {x['path']}: {x['matched_tasks']} of {x['tasks']} tasks match the "
              f"baseline's {base['tasks']} by identity (schedule-dependent task tree?): "
