@@ -260,6 +260,18 @@ def test_refuses_by_grain_identity_without_command_lines(cli, synthetic):
     assert r.returncode == 0, r.stderr
 
 
+def test_the_text_says_which_factor_costs_more(cli, synthetic):
+    # synthetic fork-join: fixed grain durations, so WTI is 1 up to the serial
+    # code's nanoseconds and the loss is overhead and idle (OVR > 1)
+    r = cli("scaling", "--json", synthetic[1], synthetic[2])
+    two = json.loads(r.stdout)["runs"][1]
+    assert two["wti"] == pytest.approx(1, abs=0.01) and two["ovr"] > 1.05
+    text = cli("scaling", synthetic[1], synthetic[2]).stdout
+    line = next(ln for ln in text.splitlines() if ln.startswith("  2 threads: speed-up"))
+    assert f"speed-up {two['speedup']:.3g} of 2 " in line
+    assert "lost mostly to overhead and idle" in line and f"OVR {two['ovr']:.3g}" in line
+
+
 def test_one_line_errors_for_bad_input(cli, synthetic, tmp_path):
     assert_one_line_error(cli("scaling", synthetic[1]), "two or more runs")
     assert_one_line_error(cli("scaling", synthetic[1], tmp_path / "missing.parquet"),

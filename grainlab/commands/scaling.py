@@ -120,6 +120,24 @@ def location_table(r: dict) -> list:
     return out
 
 
+def verdict(x: dict) -> str:
+    """One line per run: speed-up against the ideal, and which factor costs it
+    more (efficiency = 1 / (OVR * WTI): the larger of OVR and WTI)."""
+    head = (f"  {x['threads']} threads: speed-up {_num(x['speedup'])} of {_num(x['ideal'], 'g')} "
+            f"({_pct(x['efficiency'])})")
+    ovr, wti = x["ovr"], x["wti"]
+    if ovr is None or wti is None:
+        return head
+    if max(ovr, wti) <= 1.0:
+        return head + f": no loss (OVR {ovr:.3g}, WTI {wti:.3g})"
+    if ovr >= wti:
+        return (head + f": lost mostly to overhead and idle, OVR {ovr:.3g} (overhead "
+                f"{_pct(x['overhead_share'])}, idle {_pct(x['idle_share'])} of all threads' "
+                f"time); WTI {wti:.3g}")
+    return (head + f": lost mostly to work time inflation, WTI {wti:.3g} (grains alone "
+            f"{_num(x['wti_grains'])}); OVR {ovr:.3g}")
+
+
 def render(r: dict) -> str:
     runs = r["runs"]
     base = next(x for x in runs if x["baseline"])
@@ -129,6 +147,7 @@ def render(r: dict) -> str:
            f"baseline       {r['baseline']}  ({base['threads']} thread(s), marked *)",
            f"identity       speed-up = (N/N_baseline) / (OVR*WTI), largest relative error "
            f"{worst:.1g}",
+           *[verdict(x) for x in runs if not x["baseline"]],
            "", "RUNS (time of all threads = N x time: work / overhead / idle shares)",
            *run_table(runs),
            "", "TIME OF ALL THREADS", *overhead_table(runs)]
