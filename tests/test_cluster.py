@@ -31,7 +31,9 @@ NP = 4
 
 def mpirun(*args, np_=NP, env=None, timeout=300):
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    full = {**os.environ, "OMP_NUM_THREADS": "2", **(env or {})}
+    # containers: no CMA between ranks (ptrace is often forbidden there)
+    full = {**os.environ, "OMP_NUM_THREADS": "2", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+            **(env or {})}
     cmd = ["mpirun", *root, "--oversubscribe", "-np", str(np_),
            "-x", "OMP_NUM_THREADS", "-x", "PYTHONPATH", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=timeout)
