@@ -60,3 +60,23 @@ def test_binary_plotly_arrays_decode():
     enc = {"dtype": "f8", "bdata": base64.b64encode(a.tobytes()).decode()}
     assert np.allclose(static._array(enc), a, equal_nan=True)
     assert static._array([1, 2]).tolist() == [1.0, 2.0]
+
+
+def test_overview_becomes_every_segment_drawn(analysis, monkeypatch):
+    """Where the app would bin (too many grains for a browser), the static
+    figure draws every segment in its class colour, and the critical path."""
+    from matplotlib.collections import LineCollection
+
+    from grainlab.app import figures
+    from grainlab.app.figures import CLASS_COLORS
+    monkeypatch.setattr(figures, "DETAIL_LIMIT", 10)
+    data = AppData(analysis)
+    fig = static.app_figure(analysis, "graph", data=data)
+    assert any(tr.get("type") == "heatmap" for tr in fig["data"])
+    drawn = static.figure(analysis, "graph", data=data)
+    cols = [c for c in drawn.axes[0].collections if isinstance(c, LineCollection)]
+    by_colour = {to_hex(c.get_colors()[0]): len(c.get_segments()) for c in cols}
+    crit = by_colour.pop(to_hex(CRITICAL))
+    assert crit == int(data.critical[data.segments["owner"]].sum())
+    assert sum(by_colour.values()) == len(data.segments)
+    assert set(by_colour) <= {to_hex(c) for c in CLASS_COLORS.values()}

@@ -14,7 +14,14 @@ import numpy as np
 
 from .data import NO_PROBLEM, AppData
 from .figure_cache import FigureCache
+from .figures import CLASS_COLORS, CLASS_NAMES, CRITICAL, MS, classes
 from .state import DEFAULT
+
+
+def _problem(data: AppData, problem: str | None) -> str:
+    if problem is not None:
+        return problem
+    return DEFAULT["problem"] if DEFAULT["problem"] in data.problems else NO_PROBLEM
 
 
 def app_figure(analysis, which: str = "graph", problem: str | None = None,
@@ -24,10 +31,7 @@ def app_figure(analysis, which: str = "graph", problem: str | None = None,
     data = data or AppData(analysis)
     state = dict(DEFAULT)
     state["view"] = which
-    if problem is not None:
-        state["problem"] = problem
-    elif state["problem"] not in data.problems:
-        state["problem"] = NO_PROBLEM
+    state["problem"] = _problem(data, problem)
     fig, _, _ = FigureCache(data).get(state, which)
     return fig
 
@@ -88,6 +92,51 @@ def to_matplotlib(fig: dict, ax=None, size=(9, 6)):
         _, ax = plt.subplots(figsize=size)
     for tr in fig.get("data", []):
         _trace(ax, tr)
+    return _layout(ax, fig)
+
+
+def segments_figure(data: AppData, which: str, problem: str, fig: dict, ax=None, size=(9, 6)):
+    """Every grain drawn as the app draws it in its detail view (segments by
+    class colour, the critical path in red beside them), whatever the number
+    of grains: a static image has no level of detail to fall back on. `fig`
+    (the app's figure) gives the titles and axes. A grain shorter than 0.2%
+    of the time drawn is drawn that long (the app marks such grains with a
+    dot), so that short grains stay visible."""
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    sev, _ = data.severity(problem, None, None)
+    cls = classes(data.n_grains, data.n_total, sev, show_all=(problem == NO_PROBLEM))
+    seg = data.segments if which == "graph" else data.segments[data.segments["row"] >= 0]
+    pos = seg["x" if which == "graph" else "row"].to_numpy(np.float64)
+    t0, t1 = seg["start"].to_numpy(np.float64) / MS, seg["end"].to_numpy(np.float64) / MS
+    if len(t0):
+        t1 = np.maximum(t1, t0 + 0.002 * (t1.max() - t0.min()))
+    owner = seg["owner"].to_numpy(np.int64)
+    vertical = which == "graph"
+
+    def lines(m, shift=0.0):
+        a = np.stack([pos[m] + shift, t0[m]], 1)
+        b = np.stack([pos[m] + shift, t1[m]], 1)
+        pts = np.stack([a, b], 1)
+        return pts if vertical else pts[:, :, ::-1]
+    c = cls[owner]
+    for k in sorted(CLASS_COLORS):
+        m = c == k
+        if m.any():
+            ax.add_collection(LineCollection(lines(m), colors=CLASS_COLORS[k],
+                                             linewidths=3 if vertical else 10,
+                                             label=CLASS_NAMES[k], capstyle="butt"))
+    crit = data.critical[owner]
+    if crit.any():
+        ax.add_collection(LineCollection(lines(crit, 0.3), colors=CRITICAL, linewidths=1.5,
+                                         label="critical path"))
+    ax.autoscale()
+    return _layout(ax, fig)
+
+
+def _layout(ax, fig: dict):
     lay = fig.get("layout", {})
     xa, ya = lay.get("xaxis", {}), lay.get("yaxis", {})
     ax.set_xlabel(_axis_title(xa))
@@ -113,5 +162,13 @@ def to_matplotlib(fig: dict, ax=None, size=(9, 6)):
 
 def figure(analysis, which: str = "graph", problem: str | None = None, ax=None,
            data: AppData | None = None):
-    """The app's "graph" or "threads" view of an analysis, as a matplotlib figure."""
-    return to_matplotlib(app_figure(analysis, which, problem, data), ax=ax)
+    """The app's "graph" or "threads" view of an analysis, as a matplotlib
+    figure: the app's own figure when it draws every grain; when it would
+    show its binned overview (too many grains for a browser), every grain
+    drawn as in its detail view, which a static image can afford."""
+    data = data or AppData(analysis)
+    fig = app_figure(analysis, which, problem, data)
+    if any(tr.get("type") == "heatmap" for tr in fig.get("data", [])):
+        state_problem = _problem(data, problem)
+        return segments_figure(data, which, state_problem, fig, ax=ax)
+    return to_matplotlib(fig, ax=ax)

@@ -161,7 +161,8 @@ def _plain(x):
 
 
 def explain(rec: dict, table: pd.DataFrame, cores: int) -> str:
-    """The recommendation in words, every number read from the table."""
+    """The recommendation in words, every number read from the table;
+    `cores`: the threads the timed runs had."""
     t = table.set_index("cutoff")
     c, f = rec["cutoff"], rec["fastest"]
 
@@ -187,7 +188,7 @@ def explain(rec: dict, table: pd.DataFrame, cores: int) -> str:
                      f"{ms(c, 'collector_s')} under the collector; "
                      f"{100 * t.loc[c, 'overhead_fraction_mean']:.0f}% of thread time in overhead, "
                      f"median parallel benefit {t.loc[c, 'parallel_benefit_median_mean']:.2g}, "
-                     f"exposed parallelism {t.loc[c, 'parallelism_mean']:.1f} on {cores} core(s).")
+                     f"exposed parallelism {t.loc[c, 'parallelism_mean']:.1f} for {cores} threads.")
     infl = t["inflation_mean"]
     lines.append(f"- **Instrumentation**: under the collector the runs took {infl.min():.2f}× "
                  f"(cutoff {_plain(infl.idxmin())}) to {infl.max():.2f}× (cutoff "
@@ -196,7 +197,7 @@ def explain(rec: dict, table: pd.DataFrame, cores: int) -> str:
                  "are many and small, which is why the choice is made from times measured alone.")
     g = grain_graph_choice(table, cores)
     lines.append(f"- **Cross-check**: the grain graph alone (exposed parallelism ≥ 2 × {cores} "
-                 f"cores, then the least overhead) picks cutoff {g}: "
+                 f"threads, then the least overhead) picks cutoff {g}: "
                  + ("it agrees." if g == c else
                     f"it disagrees; cutoff {g} runs in {ms(g)} alone"
                     + (f" and has {100 * t.loc[g, 'overhead_fraction_mean']:.0f}% of thread time "

@@ -35,7 +35,7 @@ class Profile:
 
 FULL = Profile(
     only=None,
-    fib=(["fib", "36", "{}"], [2, 4, 6, 8, 10, 12, 14, 16]),
+    fib=(["fib", "38", "{}"], [2, 4, 6, 8, 10, 12, 14]),
     sort=(["sort", "2097152", "{}", "{}", "20"], [256, 1024, 2048, 4096, 16384, 65536, 262144]),
     reps=3, tour="sort-small")
 QUICK = Profile(
@@ -142,6 +142,35 @@ def publish(nb, name: str):
     nbformat.write(nb, _paths.REPO_ROOT / "notebooks" / f"{name}.ipynb")
 
 
+def screenshots(out: Path, dest: Path) -> int:
+    """Screenshots of the rendered notebooks (OUT/NAME.html in headless
+    chromium, through selenium): each output area that holds a figure, with
+    the generated text after it, as DEST/NAME_NN.png. Returns how many."""
+    from selenium import webdriver
+    from selenium.webdriver.common.by import By
+    dest.mkdir(parents=True, exist_ok=True)
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"):
+        opts.add_argument(a)
+    d = webdriver.Chrome(options=opts)
+    count = 0
+    try:
+        for name in NOTEBOOKS:
+            d.set_window_size(1150, 1600)
+            d.get(f"file://{(out / (name + '.html')).resolve()}")
+            areas = [a for a in d.find_elements(By.CSS_SELECTOR, ".jp-Cell-outputWrapper")
+                     if a.find_elements(By.TAG_NAME, "img")]
+            for n, area in enumerate(areas, 1):
+                d.execute_script("arguments[0].scrollIntoView();", area)
+                h = d.execute_script("return arguments[0].getBoundingClientRect().height;", area)
+                d.set_window_size(1150, int(h) + 300)
+                area.screenshot(str(dest / f"{name}_{n:02d}.png"))
+                count += 1
+    finally:
+        d.quit()
+    return count
+
+
 def errors(nb) -> list[str]:
     """The error outputs of an executed notebook (one line each)."""
     return [f"{o.get('ename')}: {o.get('evalue')}" for c in nb.cells
@@ -155,6 +184,9 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer programs, smaller inputs")
     p.add_argument("--reuse", action="store_true", help="keep inputs already recorded in DIR")
     p.add_argument("--only", metavar="NAMES", help="comma-separated notebooks to execute")
+    p.add_argument("--screenshots", metavar="DIR",
+                   help="then screenshot the figures of the HTML exports into DIR "
+                        "(docs/img/notebooks)")
     p.add_argument("--publish", action="store_true",
                    help="also write the executed notebooks back into notebooks/ (outputs shown "
                         "on GitHub and nbviewer)")
@@ -178,6 +210,8 @@ def main(argv=None) -> int:
                 publish(nb, name)
             say(f"wrote {out / name}.ipynb" + (" and .html" if (out / f"{name}.html").exists()
                                                  else " (no nbconvert: no .html)"))
+        if args.screenshots:
+            say(f"{screenshots(out, Path(args.screenshots))} screenshots in {args.screenshots}")
     except GrainlabError as e:
         print(f"notebooks: {e}", file=sys.stderr)
         return 1
