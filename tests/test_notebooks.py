@@ -206,3 +206,16 @@ def test_tour_sentences_match_the_analysis(run):
     assert f"Median grain work {np.median(w[w > 0]) / 1e3:.2f} µs" in text
     path = pd.read_csv(figures(run, "grain_graph_tour") / "critical_path.csv")
     assert list(path["grain"]) == [int(g) for g in a.critical_path]
+
+
+def test_suite_command_records_and_characterizes_every_selected_run(build, tmp_path):
+    """`grainlab suite` (what a user runs to make a folder for the
+    notebooks): every selected run recorded and characterized."""
+    from conftest import grainlab
+    out = tmp_path / "suite"
+    r = grainlab("suite", "--only", "fib,uts,loop_static", "-o", out, "-q", timeout=600)
+    assert r.returncode == 0, r.stderr
+    traces = sorted(p.stem for p in out.glob("*.parquet"))
+    assert traces == ["fib-small", "loop_static-small", "uts-deep-small", "uts-geo-small"]
+    df = pd.read_csv(out / "characterize.csv")
+    assert sorted(Path(t).stem for t in df["trace"]) == traces
