@@ -21,6 +21,7 @@ STAMPS := .stamps
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+NB_ARGS ?=
 # make demo ends by serving the trace in the web app; SERVE=0 stops before.
 SERVE ?= 1
 PORT ?= 8050
@@ -42,12 +43,13 @@ DEMO_APP := $(BUILD)/examples/fib 32 10
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench build setup packages clean distclean help
+.PHONY: demo test bench notebooks build setup packages clean distclean help
 
 help:
 	@echo "make demo       set up, build, record build/examples/fib 32 10, summarize, analyze and serve it (SERVE=0: no server)"
 	@echo "make test       set up, build, run the test suite (PYTEST_ARGS=... to pass options)"
 	@echo "make bench      set up, build, run benchmarks/collector_overhead.py (BENCH_ARGS=...)"
+	@echo "make notebooks  set up, build, record the suite and cutoff sweeps, execute notebooks/ into out/notebooks/ (NB_ARGS=...)"
 	@echo "make build      set up and build the collector and examples into $(BUILD)/"
 	@echo "make setup      Debian packages and the .venv only"
 	@echo "make clean      remove $(BUILD)/ and out/ (keeps .venv)"
@@ -135,6 +137,14 @@ demo: build
 # (benchmarks/analyze_scale.py, the analysis at 1e5..1e7 grains, is run by hand.)
 bench: build
 	$(VENV)/bin/python benchmarks/collector_overhead.py $(BENCH_ARGS)
+
+# The notebooks: record the example suite at three sizes and two cutoff
+# sweeps, execute every notebook into out/notebooks/NAME.ipynb and NAME.html,
+# figures and tables into out/notebooks/figures/NAME/ (docs/notebooks.md).
+# NB_ARGS=--quick: the smaller set tests/test_notebooks.py runs; --reuse keeps
+# what is recorded; --publish also writes the executed notebooks to notebooks/.
+notebooks: build
+	$(VENV)/bin/python -m grainlab.suite.notebooks -o out/notebooks $(NB_ARGS)
 
 # ---- cleaning ----------------------------------------------------------------
 
