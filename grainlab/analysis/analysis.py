@@ -170,6 +170,8 @@ class Analysis:
         ref = self.reference
         values = compute_all(self.graph, interval=self.interval, progress=self._progress,
                              reference=None if ref is None else ref.graph)
+        from ..metrics import numa_locality
+        values["numa_locality"] = numa_locality.compute(self.graph, self.trace.accesses)
         return self.graph, values
 
     @property
@@ -284,6 +286,7 @@ class Analysis:
             "instantaneous_parallelism": summary["instantaneous_parallelism"],
             "time_decomposition": summary["time_decomposition"],
             "memory_hierarchy_utilization": summary["memory_hierarchy_utilization"],
+            "numa_locality": summary.get("numa_locality", "not computed"),
             "scatter_distance": summary["scatter_distance"],
             "locations": top_locations(g.grains, self.locations, found, th, top),
             "critical_path_grains": critical_grains(g, self.locations,

@@ -18,7 +18,7 @@ PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load 
                   "work_deviation": "Work deviation", "instantaneous_parallelism":
                   "Instantaneous parallelism", "scatter": "Scatter",
                   "memory_hierarchy_utilization": "Memory-hierarchy utilization",
-                  "preempted": "Preempted (wall / CPU time)",
+                  "preempted": "Preempted (wall / CPU time)", "numa_locality": "NUMA locality",
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
 DEFAULT = {"view": "graph", "problem": "parallel_benefit", "threshold": None, "grain": None,
            "location": None, "zoom": None, "tzoom": None}
