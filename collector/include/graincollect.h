@@ -21,7 +21,9 @@
  *
  * grain_data is a macro so that the code address is the annotation's own line
  * (an inline function's would symbolize to this header). C only (it uses a
- * compound literal); C++ callers use grain_data_call(). */
+ * compound literal); C++ callers use grain_data_call(). Compiled with
+ * -DGRAIN_DATA_DISABLE, grain_data() is nothing at all (its arguments are
+ * not evaluated). */
 #ifndef GRAINCOLLECT_H
 #define GRAINCOLLECT_H
 #include <stddef.h>
@@ -42,7 +44,9 @@ typedef struct grain_data_arg {
   size_t bytes;
 } grain_data_arg;
 
-#ifdef __cplusplus
+#if defined(GRAIN_DATA_DISABLE)
+#define grain_data(base, bytes, mode) ((void)0)
+#elif defined(__cplusplus)
 static inline int grain_data_call(const void *base, size_t bytes, int mode) {
   grain_data_arg a = {base, bytes};
   return omp_control_tool(GRAIN_CONTROL_DATA, mode, &a);

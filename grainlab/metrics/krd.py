@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GrainlabError, UsageError
+from ..sorting import argsort, lexsort
 
 DOMAINS = ("llc", "numa", "core")
 CLASSES = ("close", "near", "far", "inf")
@@ -95,14 +96,19 @@ def reuse(accesses: pd.DataFrame, topology: dict | None, domain: str = "llc",
     l2, llc = cache_sizes(topology, l2, llc)
     cpu = accesses["cpu"].to_numpy().astype(np.int64)
     dom_of = cpu_domains(topology, domain, int(cpu.max()) + 1 if len(cpu) else 1)
-    dom = dom_of[cpu] if len(cpu) else np.zeros(0, np.int64)
-    order = np.lexsort((accesses["thread"].to_numpy(), accesses["time"].to_numpy(), dom))
-    dom = dom[order]
-    base = accesses["base"].to_numpy()[order]
+    # domain rank per CPU (few), then per access; sorted by rank, then time
+    # (ties in file order; grainlab.sorting packs the keys)
+    dom_values, rank_of_cpu = np.unique(dom_of, return_inverse=True)
+    rank = rank_of_cpu.ravel()[cpu]
+    order = lexsort((accesses["time"].to_numpy(), rank))
+    rank = rank[order]
+    dom = dom_values[rank]
+    base = accesses["base"].to_numpy()[order].astype(np.uint64)
     nbytes = accesses["bytes"].to_numpy()[order].astype(np.int64)
-    # One stream per domain: a block in two domains is two blocks.
-    keys = np.unique(np.stack([dom, base.astype(np.int64)]), axis=1, return_inverse=True)[1]
-    block = np.asarray(keys, np.int64).ravel() if len(base) else np.zeros(0, np.int64)
+    # One stream per domain: a block in two domains is two blocks (user-space
+    # addresses are below 2^48, so the rank fits above them). Hashed, not sorted.
+    key = (rank.astype(np.uint64) << np.uint64(48)) | (base & np.uint64((1 << 48) - 1))
+    block = pd.factorize(key)[0].astype(np.int64)
     return Reuse(domain, dom, stack_distances(block, nbytes), nbytes,
                  accesses["codeptr"].to_numpy()[order], l2, llc)
 
@@ -206,13 +212,20 @@ def summary(r: Reuse, names=None) -> dict:
     location (`names`: codeptr -> location string, or None for hex)."""
     out = histogram(r.dist, r.l2, r.llc)
     out.update({"domain_kind": r.domain_kind, "l2_bytes": r.l2, "llc_bytes": r.llc})
-    doms = np.unique(r.domain)
-    out["domains"] = [dict(domain=i, **histogram(r.dist[r.domain == dv], r.l2, r.llc))
-                      for i, dv in enumerate(doms)]
-    codes, inv = np.unique(r.codeptr, return_inverse=True)
+    # accesses are sorted by domain: one slice each
+    cuts = np.flatnonzero(np.diff(r.domain)) + 1
+    bounds = zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(r.domain)])))
+    out["domains"] = [dict(domain=i, **histogram(r.dist[a:b], r.l2, r.llc))
+                      for i, (a, b) in enumerate(bounds) if b > a]
+    codes, uniq = pd.factorize(r.codeptr)
+    # few locations: a 2-byte key, which numpy sorts by radix
+    order = np.argsort(codes.astype(np.int16), kind="stable") if len(uniq) < 1 << 15 \
+        else argsort(codes)
+    sorted_codes = codes[order]
+    cuts = np.searchsorted(sorted_codes, np.arange(len(uniq) + 1))
     locs = []
-    for i, c in enumerate(codes):
-        h = histogram(r.dist[inv == i], r.l2, r.llc)
+    for i, c in enumerate(uniq):
+        h = histogram(r.dist[order[cuts[i]:cuts[i + 1]]], r.l2, r.llc)
         locs.append(dict(location=names.get(int(c), hex(int(c))) if names else hex(int(c)), **h))
     out["locations"] = sorted(locs, key=lambda x: -x["accesses"])
     return out
