@@ -129,15 +129,21 @@ def test_numa_locality_arithmetic_on_two_nodes():
     loc = g.grains["numa_locality"].tolist()
     assert loc[0] == pytest.approx(0.75) and loc[1] == 0.0 and np.isnan(loc[2])
     assert g.grains["remote_bytes"].tolist() == [100, 400, 0]
+    assert g.grains["data_bytes"].tolist() == [400, 400, 50]
     # overall: local bytes 300 + 999 (node 1 on cpu 3's node 1) of 300+100+400+999
     assert out["overall"] == pytest.approx(1299 / 1799)
     assert out["accesses_with_node"] == 4
 
 
 def test_numa_locality_unavailable_without_pages():
-    g = FakeGraph(pd.DataFrame(), pd.DataFrame(), {"topology": TWO_NODES})
-    assert "GRAINLAB_PAGES" in NL.compute(g, accesses([(0, 0, 1, 0x1, 8)]))
+    nodes = pd.DataFrame({"type": ["fragment"], "grain": [0], "thread": [0], "start": [0],
+                          "end": [10]})
+    g = FakeGraph(nodes, pd.DataFrame(index=pd.Index([0], name="grain")),
+                  {"topology": TWO_NODES})
     assert "no data accesses" in NL.compute(g, empty_accesses())
+    assert "data_bytes" not in g.grains
+    assert "GRAINLAB_PAGES" in NL.compute(g, accesses([(0, 0, 1, 0x1, 8), (0, 0, 2, 0x2, 4)]))
+    assert g.grains["data_bytes"].tolist() == [12] and "numa_locality" not in g.grains
 
 
 # -- recorded programs ----------------------------------------------------------------
@@ -155,6 +161,12 @@ def test_annotations_become_access_rows(record):
     explicit = set(tasks.loc[tasks["kind"] == "explicit", "id"].tolist())
     assert set(acc["task"].tolist()) == explicit
     assert acc.groupby("task").size().eq(3).all()
+    # and, found by thread and time, lies in the grain of that very task
+    import grainlab as gl
+    g = gl.analyze(t).graph
+    grain = NL.access_grains(g, acc)
+    assert (grain >= 0).all()
+    assert (g.grains.loc[grain, "task_id"].to_numpy() == acc["task"].to_numpy()).all()
 
 
 def krd_json(path, *extra):
@@ -220,3 +232,16 @@ def test_annotated_program_runs_without_a_tool_and_its_trace_streams(record, exa
     r = grainlab("info", "--json", t.path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["tasks"] == 64
+
+
+def test_characterize_memory_columns(record):
+    import grainlab as gl
+    t = record("krd_matmul", "4", "8", "row", threads=1)
+    row = gl.characterize([t.path]).iloc[0]
+    assert row["data_bytes_median"] == 3 * 8 * 8 * 8          # three 512-byte blocks a task
+    h = krd_json(t.path)
+    for c in ("close", "near", "far", "inf"):
+        assert row[f"krd_{c}_share"] == pytest.approx(h[c] / h["accesses"])
+    assert np.isnan(row["numa_locality"])                     # recorded without GRAINLAB_PAGES
+    plain = gl.characterize([record("fib", "10", "4", threads=1).path]).iloc[0]
+    assert np.isnan(plain["data_bytes_median"]) and np.isnan(plain["krd_inf_share"])

@@ -8,7 +8,10 @@ thread at its time; its run node is the NUMA node of the CPU it was
 recorded on (topology `cpu_node`). Columns, not loops: one sort of the
 fragments, one search per access.
 
-Adds to g.grains (only when some access has a known node):
+Adds to g.grains, when the run has accesses:
+  data_bytes     bytes the grain's accesses name (its annotated footprint,
+                 counting a block once per access)
+and when some access has a known node:
   numa_locality  fraction of the grain's known-node bytes on its own node
                  (NaN: no such access)
   remote_bytes   bytes of its accesses on another node
@@ -24,7 +27,8 @@ GRAIN_NODES = ("fragment", "chunk")
 def access_grains(g, accesses: pd.DataFrame) -> np.ndarray:
     """Grain id of each access (-1: none runs on its thread at its time)."""
     n = g.nodes
-    keep = n["type"].isin(GRAIN_NODES).to_numpy() & (n["grain"].to_numpy() >= 0)
+    # grains only (contexts, the implicit and initial tasks, have fragments too)
+    keep = n["type"].isin(GRAIN_NODES).to_numpy() & n["grain"].isin(g.grains.index).to_numpy()
     thread = n["thread"].to_numpy()[keep].astype(np.int64)
     start = n["start"].to_numpy()[keep].astype(np.int64)
     end = n["end"].to_numpy()[keep].astype(np.int64)
@@ -58,13 +62,17 @@ def compute(g, accesses: pd.DataFrame) -> dict | str:
     byte-weighted locality, or why it is unavailable."""
     if not len(accesses):
         return "no data accesses (grain_data() annotations: docs/locality.md)"
+    grain = access_grains(g, accesses)
+    nbytes = accesses["bytes"].to_numpy().astype(np.float64)
+    index = g.grains.index.to_numpy()
+    inside = grain >= 0
+    g.grains["data_bytes"] = np.bincount(np.searchsorted(index, grain[inside]),
+                                         weights=nbytes[inside],
+                                         minlength=len(index)).astype(np.int64)
     known, local = local_mask(accesses, g.meta.get("topology"))
     if not known.any():
         return "no page placement recorded (record with GRAINLAB_PAGES=1)"
-    grain = access_grains(g, accesses)
-    nbytes = accesses["bytes"].to_numpy().astype(np.float64)
-    use = known & (grain >= 0)
-    index = g.grains.index.to_numpy()
+    use = known & inside
     pos = np.searchsorted(index, grain[use])
     total = np.bincount(pos, weights=nbytes[use], minlength=len(index))
     near = np.bincount(pos, weights=np.where(local[use], nbytes[use], 0.0), minlength=len(index))
