@@ -13,7 +13,7 @@ from dash.exceptions import PreventUpdate
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 
 VIEWS = [("graph", "Grain graph"), ("locations", "Source locations"),
-         ("parallelism", "Parallelism"), ("threads", "Threads")]
+         ("parallelism", "Parallelism"), ("threads", "Threads"), ("locality", "Data locality")]
 PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load balance",
                   "work_deviation": "Work deviation", "instantaneous_parallelism":
                   "Instantaneous parallelism", "scatter": "Scatter",
