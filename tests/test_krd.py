@@ -245,3 +245,16 @@ def test_characterize_memory_columns(record):
     assert np.isnan(row["numa_locality"])                     # recorded without GRAINLAB_PAGES
     plain = gl.characterize([record("fib", "10", "4", threads=1).path]).iloc[0]
     assert np.isnan(plain["data_bytes_median"]) and np.isnan(plain["krd_inf_share"])
+
+
+def test_info_counts_accesses_streamed_and_loaded(record):
+    t = record("krd_matmul", "4", "8", "row", threads=1)
+    r = grainlab("info", "--json", t.path)
+    streamed = json.loads(r.stdout)
+    loaded = t.summary()
+    assert streamed["data_accesses"] == loaded["data_accesses"] == len(t.accesses) == 192
+    assert streamed["events"] == loaded["events"] == len(t.events) + len(t.accesses)
+    assert "192 access(es)" in grainlab("info", t.path).stdout
+    plain = record("fib", "10", "4", threads=1)
+    assert "data_accesses" not in plain.summary() and len(plain.accesses) == 0
+    assert list(plain.accesses.columns) == list(t.accesses.columns)
