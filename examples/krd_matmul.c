@@ -5,7 +5,10 @@
  * Tasks updating the same C(i,j) are ordered by `depend(inout: C(i,j))`.
  * ORDER is the order the single thread spawns the tasks in: `row` (loops
  * i, j, k, k innermost) or `z` (Z-order, Morton: the bits of i, j and k
- * interleaved; NB must then be a power of two).
+ * interleaved; NB must then be a power of two). `loop` has no tasks: a
+ * `parallel for schedule(dynamic)` over the C blocks (i, j), row-major, each
+ * iteration running its NB block products in k order, annotated the same
+ * way: its grains are loop chunks (one per iteration).
  *
  * Tasks = NB^3; data accesses = 3 NB^3. Prints `krd_matmul(NB, BS, ORDER):
  * checksum <sum> verified`. Defaults 8 16 row.
@@ -25,7 +28,7 @@
 #include "common.h"
 #include "graincollect.h"
 
-static const char *usage = "krd_matmul [NB [BS [row|z]]]";
+static const char *usage = "krd_matmul [NB [BS [row|z|loop]]]";
 static int nb, bs;
 
 static double *blk(double *m, int i, int j) { return m + ((size_t)i * nb + j) * bs * bs; }
@@ -71,9 +74,9 @@ int main(int argc, char **argv) {
   nb = (int)arg_long(argc, argv, 1, 8, 1, 1024, usage);
   bs = (int)arg_long(argc, argv, 2, 16, 1, 1024, usage);
   const char *order = argc > 3 ? argv[3] : "row";
-  int zorder = strcmp(order, "z") == 0;
-  if (!zorder && strcmp(order, "row") != 0) {
-    fprintf(stderr, "krd_matmul: bad order '%s' (row or z)\nusage: %s\n", order, usage);
+  int zorder = strcmp(order, "z") == 0, loop = strcmp(order, "loop") == 0;
+  if (!zorder && !loop && strcmp(order, "row") != 0) {
+    fprintf(stderr, "krd_matmul: bad order '%s' (row, z or loop)\nusage: %s\n", order, usage);
     return 2;
   }
   if (zorder && (nb & (nb - 1))) {
@@ -87,21 +90,27 @@ int main(int argc, char **argv) {
     size_t blkno = x / ((size_t)bs * bs);
     a[x] = (double)(blkno % 7 + 1), b[x] = (double)(blkno % 5 + 1);
   }
+  if (loop) {
+#pragma omp parallel for schedule(dynamic)
+    for (int t = 0; t < nb * nb; t++)
+      for (int k = 0; k < nb; k++) block_task(a, b, c, t / nb, t % nb, k);
+  } else {
 #pragma omp parallel
 #pragma omp single
-  for (int t = 0; t < nb * nb * nb; t++) {
-    int i = t / (nb * nb), j = t / nb % nb, k = t % nb;
-    if (zorder) morton(t, &i, &j, &k);
-    double *cij = blk(c, i, j);
+    for (int t = 0; t < nb * nb * nb; t++) {
+      int i = t / (nb * nb), j = t / nb % nb, k = t % nb;
+      if (zorder) morton(t, &i, &j, &k);
+      double *cij = blk(c, i, j);
 #pragma omp task firstprivate(i, j, k) depend(inout: cij[0])
-    block_task(a, b, c, i, j, k);
+      block_task(a, b, c, i, j, k);
+    }
   }
   double sum = checksum(a, b, c);
   if (sum < 0) {
     fprintf(stderr, "krd_matmul: wrong product\n");
     return 1;
   }
-  printf("krd_matmul(%d, %d, %s): checksum %.1f verified\n", nb, bs, zorder ? "z" : "row", sum);
+  printf("krd_matmul(%d, %d, %s): checksum %.1f verified\n", nb, bs, order, sum);
   free(a), free(b), free(c);
   return 0;
 }

@@ -258,3 +258,20 @@ def test_info_counts_accesses_streamed_and_loaded(record):
     plain = record("fib", "10", "4", threads=1)
     assert "data_accesses" not in plain.summary() and len(plain.accesses) == 0
     assert list(plain.accesses.columns) == list(t.accesses.columns)
+
+
+def test_chunk_grains_own_their_accesses(record):
+    # krd_matmul loop: a parallel for (dynamic), one chunk per C block; the
+    # annotations name the implicit task, the grain is found by time
+    import grainlab as gl
+    t = record("krd_matmul", "4", "8", "loop", threads=2)
+    acc = t.accesses
+    assert len(acc) == 3 * 4 ** 3
+    g = gl.analyze(t).graph
+    grain = NL.access_grains(g, acc)
+    assert (grain >= 0).all()
+    kinds = g.grains.loc[grain, "kind"].astype(str)
+    assert (kinds == "chunk").all()
+    # 16 chunks of one iteration each, 12 accesses (4 products x 3 blocks) in each
+    assert np.bincount(grain).tolist().count(12) == 16
+    assert (g.grains.loc[np.unique(grain), "iterations"] == 1).all()
