@@ -275,3 +275,69 @@ def test_chunk_grains_own_their_accesses(record):
     # 16 chunks of one iteration each, 12 accesses (4 products x 3 blocks) in each
     assert np.bincount(grain).tolist().count(12) == 16
     assert (g.grains.loc[np.unique(grain), "iterations"] == 1).all()
+
+
+def test_pages_on_this_one_node_machine(record):
+    # GRAINLAB_PAGES=1 on real hardware with one NUMA node: every resident
+    # block is on node 0 (A and B are written before the tasks run), so every
+    # grain is fully local; pages never touched yet are unknown (-1)
+    import grainlab as gl
+    t = record("krd_matmul", "4", "8", "row", threads=1, env={"GRAINLAB_PAGES": "1"})
+    acc = t.accesses
+    assert set(acc["node"].tolist()) <= {-1, 0}
+    assert (acc.loc[acc["mode"] == S.GRAIN_IN, "node"] == 0).all()
+    a = gl.analyze(t)
+    loc = a.metrics["numa_locality"]
+    assert loc["overall"] == 1.0 and loc["remote_bytes"] == 0
+    assert loc["accesses_with_node"] == int((acc["node"] >= 0).sum())
+    known = a.grains["numa_locality"].dropna()
+    assert len(known) == 64 and (known == 1.0).all()
+    p = a.summary["problems"]["numa_locality"]
+    assert p["available"] and p["grains"] == 0
+
+
+def two_node_trace(path):
+    """tests/tracegen's fork-join (3 children, run one after another on thread
+    0, cpu 0 of a two-node machine) with DATA_ACCESS rows: child 0 reads 100
+    local bytes; child 1 100 local and 300 on node 1; child 2 64 bytes of
+    unknown node."""
+    from tracegen import TraceBuilder, task_id, team_region, team_region_end
+    b = TraceBuilder()
+    init, region, implicit = team_region(b, 2)
+    kids = [task_id(0, 100 + c) for c in range(3)]
+    for c, kid in enumerate(kids):
+        b.add(0, S.TASK_CREATE, 10 + c, task=kid, other=implicit[0], kind=S.TASK_EXPLICIT)
+    b.add(0, S.SYNC_BEGIN, 13, task=implicit[0], other=region, kind=S.SYNC_TASKWAIT)
+    data = {0: [(0x1000, 100, 1)], 1: [(0x2000, 100, 1), (0x3000, 300, 2)], 2: [(0x4000, 64, 0)]}
+    t = 14
+    for c, kid in enumerate(kids):
+        b.add(0, S.TASK_SCHEDULE, t, task=kid, other=implicit[0], kind=S.STATUS_SWITCH)
+        for k, (base, nbytes, node1) in enumerate(data[c]):
+            b.add(0, S.DATA_ACCESS, t + 1 + k, task=kid, other=node1, value=base, count=nbytes,
+                  kind=S.GRAIN_IN, codeptr=0x5000 + c)
+        b.add(0, S.TASK_SCHEDULE, t + 5, task=implicit[0], other=kid, kind=S.STATUS_COMPLETE)
+        t += 10
+    b.add(0, S.SYNC_END, t, task=implicit[0], other=region, kind=S.SYNC_TASKWAIT)
+    for th in range(2):
+        b.add(th, S.SYNC_BEGIN, t + 1, task=implicit[th], other=region, kind=9)
+        b.add(th, S.SYNC_END, t + 2, task=implicit[th], other=region, kind=9)
+        b.add(th, S.IMPLICIT_END, t + 3, task=implicit[th], value=th, count=2,
+              kind=S.TASK_IMPLICIT)
+    team_region_end(b, init, region, t + 4, 2)
+    return b.write(path, meta={"grainlab.topology": json.dumps(TWO_NODES)})
+
+
+def test_synthetic_two_node_trace_end_to_end(tmp_path):
+    import grainlab as gl
+    a = gl.analyze(two_node_trace(tmp_path / "two.parquet"))
+    assert len(a.trace.accesses) == 4
+    loc = a.grains.sort_values("start")["numa_locality"].tolist()
+    assert loc[0] == 1.0 and loc[1] == 0.25 and np.isnan(loc[2])
+    assert a.metrics["numa_locality"]["overall"] == pytest.approx(200 / 500)
+    p = a.summary["problems"]["numa_locality"]
+    assert p["available"] and p["grains"] == 1
+    assert len(a.grains) == 3
+    r = grainlab("analyze", a.path)
+    assert r.returncode == 0 and "numa_locality" in r.stdout
+    h = krd_json(a.path)                     # four distinct blocks: all first uses
+    assert (h["accesses"], h["inf"]) == (4, 4)
