@@ -341,3 +341,20 @@ def test_synthetic_two_node_trace_end_to_end(tmp_path):
     assert r.returncode == 0 and "numa_locality" in r.stdout
     h = krd_json(a.path)                     # four distinct blocks: all first uses
     assert (h["accesses"], h["inf"]) == (4, 4)
+
+
+def test_domains_of_a_two_thread_run_and_bad_cache_sizes(record):
+    t = record("krd_matmul", "4", "8", "z", threads=2)
+    llc, core = krd_json(t.path), krd_json(t.path, "--domain", "core")
+    # one LLC on this machine: one stream; per core: as many streams as CPUs
+    # used, each block first used once per core that touches it
+    assert len(llc["domains"]) == 1 and llc["inf"] == 3 * 4 * 4
+    topo = t.meta["topology"]
+    core_of = {c: (topo["cpu_package"][c], topo["cpu_core"][c]) for c in range(topo["cpus"])}
+    cores = t.accesses["cpu"].map(core_of)
+    assert len(core["domains"]) == cores.nunique()
+    assert core["accesses"] == llc["accesses"] and core["inf"] >= llc["inf"]
+    per_core_blocks = t.accesses.groupby(cores)["base"].nunique().sum()
+    assert core["inf"] == per_core_blocks
+    assert_one_line_error(grainlab("krd", "--l2", "100", "--llc", "50", t.path),
+                          "L2 no larger than the LLC")
