@@ -32,7 +32,8 @@ CXX_NATIVE := clang++-19
 # chromium + chromium-driver: the web app's tests drive a real headless browser.
 # time: GNU time, for the peak memory the benchmarks and a spool test read.
 APT_PACKAGES := clang-19 libomp-19-dev libpapi-dev cmake ninja-build gcc g++ \
-                libc6-dev python3 python3-venv chromium chromium-driver time
+                libc6-dev python3 python3-venv chromium chromium-driver time \
+                openmpi-bin libopenmpi-dev
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 GRAINLAB := $(VENV)/bin/grainlab

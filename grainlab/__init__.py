@@ -9,6 +9,9 @@ level of grains (tasks and loop chunks).
     a.grains; a.problems(); a.by_location(); a.summary
     gl.characterize(["a.parquet", "traces/"])   # one row of properties per trace
     gl.scan("big.parquet").summary()   # what `grainlab info` says, streamed (grainlab.trace.scan)
+    gl.scaling(["one.parquet", "two.parquet"])   # speed-up, OVR, WTI (grainlab.analysis.scaling)
+    r = gl.ranks(["run.0.parquet", "run.1.parquet"])   # an MPI run, one row per rank
+    gl.rank_timeline(r)                 # the rank x time figure
 """
 from .errors import GrainlabError, TraceError
 
@@ -18,7 +21,9 @@ __version__ = "0.1.0"
 # stay fast for `grainlab --version` and tools that import it for a name).
 _LAZY = {"Analysis": "analysis.analysis", "Comparison": "analysis.analysis",
          "analyze": "analysis.analysis", "open": "analysis.analysis", "Trace": "trace.trace",
-         "load": "trace.trace", "scan": "trace.scan", "characterize": "suite.characterization"}
+         "load": "trace.trace", "scan": "trace.scan", "characterize": "suite.characterization",
+         "scaling": "analysis.scaling", "Scaling": "analysis.scaling",
+         "ranks": "cluster.ranks", "rank_timeline": "app.rank_figures"}
 
 
 def __getattr__(name):
@@ -33,4 +38,5 @@ def __getattr__(name):
 def __dir__():
     return sorted(list(globals()) + list(_LAZY))
 __all__ = ["load", "scan", "Trace", "analyze", "open", "Analysis", "Comparison", "GrainlabError",
-           "TraceError", "characterize", "__version__"]
+           "TraceError", "characterize", "scaling", "Scaling", "ranks", "rank_timeline",
+           "__version__"]

@@ -30,7 +30,7 @@ LAYERS = [
     ("metrics", ["grainlab.metrics"]),
     ("problems", ["grainlab.problems"]),
     ("analysis", ["grainlab.analysis"]),
-    ("programs", ["grainlab.suite", "grainlab.record", "grainlab.synth"]),
+    ("programs", ["grainlab.suite", "grainlab.record", "grainlab.synth", "grainlab.cluster"]),
     ("views", ["grainlab.export", "grainlab.app"]),
     ("commands", ["grainlab.commands"]),
     ("cli", ["grainlab.cli"]),

@@ -39,6 +39,6 @@ def test_api_names_are_not_shadowed_by_submodules():
                         "import grainlab as gl, grainlab.cli\n"
                         "for m in grainlab.cli.command_modules(): pass\n"
                         "assert all(callable(getattr(gl, n)) for n in "
-                        "('analyze', 'load', 'open', 'characterize')), 'shadowed'"],
+                        "('analyze', 'load', 'open', 'characterize', 'scaling')), 'shadowed'"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

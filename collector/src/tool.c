@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "grainlab_spool.h"
 #include "counters.h"
+#include "launcher.h"
 #include "meta.h"
 #include "shutdown.h"
 #include "spool.h"
@@ -31,6 +32,7 @@
 int gl_quiet;
 static char runtime_name[256];
 static unsigned int runtime_ompt_version;
+static gl_launch_info launch; /* rank, size and host under an MPI launcher */
 
 /* Escape a string for a JSON string literal (runtime names are plain ASCII,
  * but a quote or backslash must not break the metadata). */
@@ -72,6 +74,9 @@ static const char *run_id_json(char *buf, size_t len) {
 
 static int write_spool_header(void) {
   char pid[24], buffer[24], run_id[72], born[24], origin[24], first_thread[24];
+  char mpi[160], host[sizeof launch.host * 2 + 4], host_escaped[sizeof launch.host * 2];
+  json_escape(host_escaped, sizeof host_escaped, launch.host);
+  snprintf(host, sizeof host, "\"%s\"", host_escaped);
   gl_utoa(gl_spool_thread_base(), first_thread, sizeof first_thread);
   gl_utoa(gl_spool_process_start(), born, sizeof born);
   gl_utoa(gl_clock_origin, origin, sizeof origin);
@@ -82,11 +87,12 @@ static int write_spool_header(void) {
                         "grainlab.loadmap",        "grainlab.buffer_events",
                         "grainlab.collector",      "grainlab.run_id",
                         "grainlab.spool.process_start", "grainlab.spool.clock_origin",
-                        "grainlab.spool.first_thread"};
+                        "grainlab.spool.first_thread", "grainlab.mpi", "grainlab.host"};
   const char *values[] = {"1", gl_run.command_json, pid, gl_counters_metadata_json(),
                           gl_run.runtime_json, gl_run.topology_json, gl_run.loadmap_json,
                           buffer, GL_COLLECTOR_VERSION, run_id_json(run_id, sizeof run_id),
-                          born, origin, first_thread};
+                          born, origin, first_thread, gl_launch_json(&launch, mpi, sizeof mpi),
+                          host};
   _Static_assert(sizeof keys / sizeof keys[0] == sizeof values / sizeof values[0],
                  "header keys and values");
   return gl_spool_write_header(gl_ncounters, gl_counters_names(), sizeof keys / sizeof keys[0],
@@ -175,8 +181,14 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
   const char *quiet = getenv("GRAINLAB_QUIET");
   gl_quiet = quiet && *quiet && strcmp(quiet, "0") != 0;
 
-  const char *out = getenv("GRAINLAB_OUTPUT");
-  if (!out || !*out) out = "trace.parquet";
+  const char *pattern = getenv("GRAINLAB_OUTPUT");
+  if (!pattern || !*pattern) pattern = "trace.parquet";
+  char out[PATH_MAX], why[PATH_MAX + 200];
+  gl_launch_detect(&launch);
+  if (!gl_expand_output(pattern, &launch, (long)getpid(), out, sizeof out, why, sizeof why)) {
+    fprintf(stderr, "grainlab: cannot write trace to %s\n", why);
+    return 0;
+  }
   if (!absolute_path(out, gl_run.output_path, sizeof gl_run.output_path)) {
     fprintf(stderr, "grainlab: cannot write trace to %s: path too long\n", out);
     return 0;

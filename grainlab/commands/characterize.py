@@ -33,7 +33,19 @@ def add_parser(subparsers):
     p.add_argument("--keep-going", action="store_true",
                    help="leave out a trace that cannot be read (one line each) instead of stopping")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    add_cluster_options(p)
     p.set_defaults(run=run)
+
+
+def add_cluster_options(p):
+    """--workers N / --scheduler ADDRESS: analyze the traces on Dask."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", type=int, metavar="N",
+                   help="analyze the traces on a local Dask cluster of N worker processes "
+                        "(a trace that fails is one line; the others are kept)")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="analyze the traces on the Dask cluster of this scheduler "
+                        "(e.g. tcp://head:8786; the traces must be on a shared file system)")
 
 
 def run(args) -> int:
@@ -46,7 +58,8 @@ def run(args) -> int:
             print(f"grainlab: {msg}", file=sys.stderr)
         else:
             progress(msg)
-    df = characterize(list(args.traces), keep_going=args.keep_going, progress=tell)
+    df = characterize(list(args.traces), keep_going=args.keep_going, progress=tell,
+                      workers=args.workers, scheduler=args.scheduler)
     if df.empty:
         raise GrainlabError("no trace could be read")
     if args.csv:

@@ -85,7 +85,9 @@ def render(r: dict) -> str:
            f"with work deviation > {r['threshold']:.3g}, "
            f"{r['inflated']['on_critical_path']} on B's critical path",
            f"Olivier 2012   WTI {td['WTI']:.3g}, OVR {td['OVR']:.3g}, "
-           f"speed-up bound N/(OVR*WTI) {td['speedup_bound']:.3g}",
+           f"speed-up bound N/(OVR*WTI) {td['speedup_bound']:.3g} (over A's work alone)",
+           f"measured       speed-up T_A/T_B {td['speedup']:.3g} = (N_B/N_A)/(OVR_rel*WTI) with "
+           f"OVR relative to A's {td['OVR_relative']:.3g} (grainlab scaling)",
            "", "SOURCE LOCATIONS (by work in B)",
            f"  {'location':<40} {'grains':>8} {'work A':>10} {'work B':>10} {'deviation':>9} {'inflated':>8}"]
     for loc in r["locations"]:

@@ -52,6 +52,15 @@ def _region_lines(regions: list) -> list:
     return out
 
 
+def _launch_lines(s: dict) -> list:
+    """`rank       2 of 4 on node7` for a rank of an MPI run (and `host` alone
+    otherwise, when the trace recorded it)."""
+    if "rank" in s:
+        size = f" of {s['world_size']}" if s.get("world_size") is not None else ""
+        return [f"rank       {s['rank']}{size} on {s.get('host', 'an unknown host')}"]
+    return [f"host       {s['host']}"] if "host" in s else []
+
+
 def render(s: dict) -> str:
     ms = s["duration_ns"] / 1e6
     lines = [
@@ -61,6 +70,7 @@ def render(s: dict) -> str:
           for c in s.get("exec_commands", [])],
         f"status     {'complete' if s['complete'] else 'INCOMPLETE'} ({s['end_reason']})",
         f"runtime    {s['runtime'] or 'unknown'}",
+        *_launch_lines(s),
         f"duration   {ms:.3f} ms over {s['threads']} thread(s)",
         f"events     {s['events']} in {s['row_groups']} row group(s), {s['flushes']} flush(es)",
         f"regions    {s['parallel_regions']} parallel region(s), {s['implicit_tasks']} implicit task(s)"

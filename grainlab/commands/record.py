@@ -48,7 +48,8 @@ def add_parser(subparsers):
                               epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", default="trace.parquet", metavar="TRACE",
-                   help="trace file to write (default: trace.parquet)")
+                   help="trace file to write (default: trace.parquet); %%r is the MPI rank, "
+                        "%%p the pid, %%h the host (e.g. under mpirun: -o run.%%r.parquet)")
     p.add_argument("--counters", metavar="LIST", default=None,
                    help="comma-separated counters to read at every grain boundary")
     p.add_argument("--cpu-time", action="store_true",

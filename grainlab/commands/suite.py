@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..suite import runner as S
 from ..suite.characterization import characterize
+from .characterize import add_cluster_options
 
 HELP = "record every suite program at a size and characterize the traces into one folder"
 
@@ -24,6 +25,7 @@ def add_parser(subparsers):
     p.add_argument("-o", "--output", default="suite", metavar="DIR",
                    help="folder for the traces and characterize.csv (default suite/)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    add_cluster_options(p)   # the recording stays here, one program at a time
     p.set_defaults(run=run)
 
 
@@ -36,7 +38,8 @@ def run(args) -> int:
     out = Path(args.output)
     traces = S.record_all(chosen, out, args.threads, say)
     say(f"characterizing {len(traces)} trace(s)")
-    df = characterize(traces)
+    df = characterize(traces, workers=args.workers, scheduler=args.scheduler,
+                      progress=say if (args.workers or args.scheduler) else None)
     df.to_csv(out / "characterize.csv", index=False)
     say(f"wrote {len(traces)} trace(s) and {out / 'characterize.csv'}")
     return 0

@@ -112,9 +112,18 @@ def decompose(g) -> dict:
 
 
 def speedup_terms(split_n: dict, split_1: dict) -> dict:
-    """WTI_N, OVR_N and the speed-up bound N / (OVR_N · WTI_N) (Olivier et al., SC 2012, §3)."""
+    """WTI_N, OVR_N and the speed-up bound N / (OVR_N · WTI_N) (Olivier et al., SC 2012, §3):
+    Σwork_1 / T_N, the speed-up over a serial run that costs only run 1's work.
+    Also the measured speed-up T_1 / T_N and OVR relative to run 1's (`OVR_relative`),
+    with which (N / N_1) / (OVR_relative · WTI) = T_1 / T_N exactly (`grainlab scaling`,
+    docs/metrics.md "Scaling")."""
     wti = split_n["work"] / split_1["work"] if split_1["work"] > 0 else float("nan")
     ovr = split_n["OVR"]
     n = split_n["threads"]
+    t_n = split_n["total"] / n if n else float("nan")
+    t_1 = split_1["total"] / split_1["threads"] if split_1.get("threads") else float("nan")
+    ovr_1 = split_1.get("OVR", float("nan"))
     return {"WTI": float(wti), "OVR": float(ovr),
-            "speedup_bound": float(n / (ovr * wti)) if ovr * wti > 0 else float("nan")}
+            "speedup_bound": float(n / (ovr * wti)) if ovr * wti > 0 else float("nan"),
+            "speedup": float(t_1 / t_n) if t_n > 0 else float("nan"),
+            "OVR_relative": float(ovr / ovr_1) if ovr_1 and ovr_1 == ovr_1 else float("nan")}

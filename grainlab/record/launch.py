@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import _paths
 from ..errors import RecordError, TraceError, UsageError
 from ..outpath import resolve_output
+from . import ranks
 from ..trace.scan import closing_counts
 from ..trace.spool import header_values, is_converter, is_locked, lock_holder, spool_of
 from . import program
@@ -47,6 +48,7 @@ def record(command: list[str], output: Path, *, counters=None, cpu_time=False,
     on stderr): the program's exit code (128+N if it died of signal N), or
     another when no trace of this run was written. Everything that can be
     checked before the run is, first."""
+    output = Path(ranks.expand(str(output)))   # %r %p %h (under mpirun)
     target = resolve_output(output)      # links followed; only regular files
     before = _identity(target)
     counters = check_counters(counters, cpu_time=cpu_time)
@@ -91,7 +93,8 @@ def collector_env(command, target: Path, run_id: str, counters, buffer_events) -
     env = {
         "OMP_TOOL": "enabled",
         "OMP_TOOL_LIBRARIES": str(_paths.collector_library()),
-        "GRAINLAB_OUTPUT": str(target),
+        "GRAINLAB_OUTPUT": str(target).replace("%", "%%"),
+        "GRAINLAB_OUTPUT_EXPANDED": "1",   # -o's %r %p %h are expanded already
         "GRAINLAB_QUIET": "1",  # record prints its own line about the trace
         # the argv launched: the program may overwrite its own while parsing
         "GRAINLAB_COMMAND": json.dumps(command),

@@ -94,6 +94,9 @@ def row(analysis) -> dict:
         "ovr": float(td.get("OVR", float("nan"))),
     }
     out.update(_memory(analysis, gr))
+    mpi = analysis.trace.meta.get("mpi")
+    if isinstance(mpi, dict) and isinstance(mpi.get("rank"), int):
+        out["rank"] = mpi["rank"]       # one row per rank of an MPI run
     # counters, when the trace has them: per-grain median of each
     for col in gr.columns:
         if col.startswith("counter:"):
@@ -139,15 +142,22 @@ def _joins(g) -> dict:
     return {"join_degree_mean": float(per_join.mean()), "join_degree_max": int(per_join.max())}
 
 
-def characterize(traces, *, keep_going: bool = False, progress=None) -> pd.DataFrame:
+def characterize(traces, *, keep_going: bool = False, progress=None, workers: int | None = None,
+                 scheduler: str | None = None) -> pd.DataFrame:
     """One row per trace (paths, folders, Trace or Analysis objects), columns
-    COLUMNS (+ `counter:<name>_median` when counters exist). keep_going: a
-    trace that cannot be read is left out (its error told to `progress`)
-    instead of stopping."""
+    COLUMNS (+ `counter:<name>_median` when counters exist, `rank` for the
+    ranks of an MPI run). keep_going: a trace that cannot be read is left out
+    (its error told to `progress`) instead of stopping. workers / scheduler:
+    analyze the traces (paths only) on a Dask LocalCluster of that many
+    worker processes, or on the cluster of that scheduler address
+    (grainlab.cluster.engine); a trace that fails there is always left out
+    with one line, and the rows are the same as here."""
     from ..analysis.analysis import Analysis, analyze
     items = []
     for t in traces if isinstance(traces, (list, tuple)) else [traces]:
         items.extend(trace_paths([t]) if isinstance(t, (str, Path)) else [t])
+    if workers is not None or scheduler is not None:
+        return _on_cluster(items, workers, scheduler, progress)
     rows = []
     for i, item in enumerate(items, 1):
         name = getattr(item, "path", item)
@@ -161,6 +171,35 @@ def characterize(traces, *, keep_going: bool = False, progress=None) -> pd.DataF
                 raise
             if progress:
                 progress(f"skipped {name}: {e}")
+    return _frame(rows)
+
+
+def characterize_one(path: str) -> dict:
+    """`row` of one trace, or {"error": line}: what a Dask worker runs."""
+    from ..analysis.analysis import analyze
+    from ..cluster.faults import maybe_die
+    maybe_die()
+    try:
+        return row(analyze(path))
+    except GrainlabError as e:
+        return {"error": str(e)}
+
+
+def _on_cluster(items, workers, scheduler, progress) -> pd.DataFrame:
+    from ..cluster.engine import run_all
+    if not all(isinstance(i, (str, Path)) for i in items):
+        raise GrainlabError("workers analyze traces by path: give paths or folders")
+    rows = []
+    for path, value, error in run_all(characterize_one, items, workers=workers,
+                                      scheduler=scheduler, progress=progress):
+        if error is None:
+            rows.append(value)
+        elif progress:
+            progress(f"skipped {path}: {error}")
+    return _frame(rows)
+
+
+def _frame(rows) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     extra = [c for c in df.columns if c not in COLUMNS]
     return df.reindex(columns=COLUMNS + extra)

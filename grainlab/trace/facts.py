@@ -142,7 +142,21 @@ class Facts:
             if isinstance(meta.get("images"), list) else [],
             "schema_version": int(meta["schema_version"]),
             "problems": list(problems),
+            **launch_facts(meta),
         }
+
+
+def launch_facts(meta: dict) -> dict:
+    """Host, and MPI rank and world size, for traces that recorded them (older
+    traces have neither: the keys are then left out)."""
+    out = {}
+    if isinstance(meta.get("host"), str):
+        out["host"] = meta["host"]
+    mpi = meta.get("mpi")
+    if isinstance(mpi, dict) and isinstance(mpi.get("rank"), int):
+        out["rank"] = mpi["rank"]
+        out["world_size"] = mpi.get("size") if isinstance(mpi.get("size"), int) else None
+    return out
 
 
 def _ns(tsc, hz: float) -> int:
