@@ -17,6 +17,9 @@ overridable with `--threshold name=value` (repeatable) or a TOML config file:
 | instantaneous_parallelism     | <            | cores used ("auto")                     |
 | scatter                       | >            | cores per socket ("auto")               |
 | memory_hierarchy_utilization  | <            | 2                                       |
+| numa_locality                 | <            | 0.5: byte-weighted share of the grain's |
+|                               |              | annotated data on its CPU's NUMA node   |
+|                               |              | (needs GRAINLAB_PAGES=1; docs/locality.md) |
 | preempted                     | >            | 1.5, and off the CPU >= preempted_min_us |
 |                               |              | (100 µs): wall time / CPU time          |
 
@@ -67,6 +70,8 @@ RULES = {r.metric: r for r in (
     Rule("instantaneous_parallelism", True, "auto", "too little parallelism to feed the cores"),
     Rule("scatter", False, "auto", "siblings run on cores far apart"),
     Rule("memory_hierarchy_utilization", True, 2.0, "grain mostly waits for memory"),
+    Rule("numa_locality", True, 0.5, "most of the grain's annotated data is on another NUMA "
+         "node than the CPU it ran on"),
     Rule("preempted", False, 1.5, "grain's thread was off the CPU (preempted or blocked) for "
          "much of its wall time", floor=("off_cpu_ns", "preempted_min_us", 1e3)),
 )}

@@ -30,6 +30,10 @@ DEPENDENCE = 14
 TASK_DEPENDENCE = 15
 FLUSH_BEGIN = 16
 FLUSH_END = 17
+DATA_ACCESS = 18  # grain_data() annotation (collector/include/graincollect.h)
+LAST_EVENT = DATA_ACCESS
+# `kind` of DATA_ACCESS rows: the annotation's mode
+GRAIN_IN, GRAIN_OUT, GRAIN_INOUT = 1, 2, 3
 # `kind` of FLUSH_BEGIN / FLUSH_END rows: what stalled the thread
 FLUSH_BLOCK = 0   # its buffer was full: written, or handed to the writer thread
 FLUSH_PAGES = 1   # its buffer's next pages were made resident
@@ -37,7 +41,7 @@ FLUSH_PAGES = 1   # its buffer's next pages were made resident
 EVENT_NAMES = {globals()[name]: name for name in (
     "THREAD_BEGIN", "THREAD_END", "PARALLEL_BEGIN", "PARALLEL_END", "IMPLICIT_BEGIN",
     "IMPLICIT_END", "TASK_CREATE", "TASK_SCHEDULE", "SYNC_BEGIN", "SYNC_END", "WORK_BEGIN",
-    "WORK_END", "CHUNK", "DEPENDENCE", "TASK_DEPENDENCE", "FLUSH_BEGIN", "FLUSH_END")}
+    "WORK_END", "CHUNK", "DEPENDENCE", "TASK_DEPENDENCE", "FLUSH_BEGIN", "FLUSH_END", "DATA_ACCESS")}
 
 COLUMNS_FILE = Path(__file__).with_name("trace_columns.def")
 _COLUMN_LINE = re.compile(r"^GL_COLUMN\(\s*(\w+)\s*,\s*(uint8|uint16|uint32|uint64)\s*,"

@@ -12,7 +12,7 @@ from conftest import assert_one_line_error, grainlab
 
 PROBLEM_NAMES = {"parallel_benefit", "load_balance", "work_deviation",
                  "instantaneous_parallelism", "scatter", "memory_hierarchy_utilization",
-                 "preempted"}
+                 "numa_locality", "preempted"}
 
 
 def analyze_json(path, *extra):

@@ -15,6 +15,8 @@ def test_defaults_are_the_thesis_thresholds():
         "parallel_benefit": 1.0, "load_balance": 1.5, "work_deviation": 2.0,
         "instantaneous_parallelism": "auto", "scatter": "auto",
         "memory_hierarchy_utilization": 2.0,
+        # not the thesis's: data locality (issue 23, docs/locality.md)
+        "numa_locality": 0.5,
         # not the thesis's: grains inflated by preemption (docs/metrics.md)
         "preempted": 1.5, "preempted_min_us": 100.0}
     assert P.RULES["parallel_benefit"].below and not P.RULES["work_deviation"].below

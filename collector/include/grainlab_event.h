@@ -35,6 +35,7 @@ enum gl_event_kind {
   GL_EV_TASK_DEPENDENCE = 15, /* runtime-resolved edge: `other` must finish before `task` */
   GL_EV_FLUSH_BEGIN = 16,     /* the collector stalls the thread: discount this time */
   GL_EV_FLUSH_END = 17,
+  GL_EV_DATA_ACCESS = 18,     /* grain_data() annotation (graincollect.h): a block the task touches */
 };
 
 /* `kind` of GL_EV_FLUSH_BEGIN / GL_EV_FLUSH_END rows: what the stall was. */

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "callbacks.h"
+#include "graincollect.h"
+#include "pages.h"
 #include "static_chunks.h"
 #include "thread_state.h"
 
@@ -233,6 +235,34 @@ static void on_task_dependence(ompt_data_t *src_task, ompt_data_t *sink_task) {
                         .other = id_of(src_task)}, GL_NO_COUNTERS);
 }
 
+static ompt_get_task_info_t get_task_info;
+
+void gl_callbacks_lookup(ompt_function_lookup_t lookup) {
+  get_task_info = (ompt_get_task_info_t)lookup("ompt_get_task_info");
+}
+
+/* omp_control_tool(): grain_data() annotations (graincollect.h) become
+ * DATA_ACCESS rows about the current task; other commands are ignored. */
+static int on_control_tool(uint64_t command, uint64_t modifier, void *arg,
+                           const void *codeptr_ra) {
+  if (command != GRAIN_CONTROL_DATA || !arg) return 1; /* omp_control_tool_ignored */
+  gl_thread *t = gl_self();
+  if (!t) return 0;
+  const grain_data_arg *a = arg;
+  ompt_data_t *task = 0;
+  if (get_task_info) get_task_info(0, 0, &task, 0, 0, 0);
+  uint64_t base = (uint64_t)(uintptr_t)a->base;
+  uint64_t node = t->page_cache ? gl_pages_node(t->page_cache, base, a->bytes) : 0;
+  gl_record(t, (gl_row){.event = GL_EV_DATA_ACCESS,
+                        .task = id_of(task),
+                        .other = node,
+                        .codeptr = codeptr_ra,
+                        .value = base,
+                        .count = a->bytes,
+                        .kind = (uint32_t)modifier}, GL_NO_COUNTERS);
+  return 0;
+}
+
 int gl_register_callbacks(ompt_set_callback_t set, char *json, size_t len) {
   /* Each handler goes through a pointer of its OMPT type (as LLVM's
    * callback.h does): the compiler checks its signature before the cast to
@@ -248,6 +278,7 @@ int gl_register_callbacks(ompt_set_callback_t set, char *json, size_t len) {
       GL_CALLBACK(parallel_end),   GL_CALLBACK(implicit_task), GL_CALLBACK(task_create),
       GL_CALLBACK(task_schedule),  GL_CALLBACK(sync_region),   GL_CALLBACK(work),
       GL_CALLBACK(dispatch),       GL_CALLBACK(dependences),   GL_CALLBACK(task_dependence),
+      GL_CALLBACK(control_tool),
   };
 #undef GL_CALLBACK
   int chunks = 0;

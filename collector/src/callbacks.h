@@ -7,5 +7,9 @@
 /* Register every callback with `set`. Writes the JSON object
  * {"thread_begin": 5, ...} of set_callback results into json, and returns
  * whether chunk dispatch events are reported (dispatch accepted "always"). */
+/* Entry points the callbacks call back into (ompt_get_task_info), from the
+ * runtime's lookup function: before gl_register_callbacks. */
+void gl_callbacks_lookup(ompt_function_lookup_t lookup);
+
 int gl_register_callbacks(ompt_set_callback_t set, char *json, size_t len);
 #endif

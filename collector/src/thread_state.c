@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include "grainlab_spool.h"
 #include "thread_state.h"
+#include "pages.h"
 
 int gl_ncounters;
 uint32_t gl_buffer_events = GL_BUFFER_EVENTS_DEFAULT;
@@ -130,6 +131,7 @@ gl_thread *gl_thread_create(void) {
     return 0;
   }
   give_signal_stack();
+  t->page_cache = gl_pages_cache_new();
   t->cap = gl_buffer_events;
   gl_touch_ahead(t); /* the first step of the first buffer */
   t->index = index;

@@ -74,6 +74,7 @@ typedef struct gl_thread {
   gl_loop loops[GL_NEST];
   gl_sync sync[GL_NEST];
   gl_counters_thread counter_state;
+  uint64_t *page_cache;    /* GRAINLAB_PAGES: page -> NUMA node (pages.h), else NULL */
 
   /* The pool, as the writer thread sees it: the owner writes these once per
    * block (hand-over), the writer reads them and writes pool_state and wlock. */

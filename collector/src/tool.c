@@ -27,6 +27,7 @@
 #include "shutdown.h"
 #include "spool.h"
 #include "thread_state.h"
+#include "pages.h"
 
 int gl_quiet;
 static char runtime_name[256];
@@ -115,6 +116,7 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
   gl_run.topology_json = gl_meta_topology_json();
   gl_run.loadmap_json = gl_meta_loadmap_json();
   char callbacks[1024], name[512];
+  gl_callbacks_lookup(lookup);
   int chunks = gl_register_callbacks(set, callbacks, sizeof callbacks);
   json_escape(name, sizeof name, runtime_name);
   snprintf(gl_run.runtime_json, sizeof gl_run.runtime_json,
@@ -197,6 +199,7 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
   gl_ncounters = n;
   gl_pool_configure();
   gl_cpu_configure();
+  gl_pages_configure();
   /* Fail fast: create (and lock) the spool now rather than lose the run at
    * the first flush. This also removes a stale trace at the output path. */
   if (!gl_spool_open(gl_run.output_path)) return 0;

@@ -170,6 +170,8 @@ class Analysis:
         ref = self.reference
         values = compute_all(self.graph, interval=self.interval, progress=self._progress,
                              reference=None if ref is None else ref.graph)
+        from ..metrics import numa_locality
+        values["numa_locality"] = numa_locality.compute(self.graph, self.trace.accesses)
         return self.graph, values
 
     @property
@@ -284,6 +286,7 @@ class Analysis:
             "instantaneous_parallelism": summary["instantaneous_parallelism"],
             "time_decomposition": summary["time_decomposition"],
             "memory_hierarchy_utilization": summary["memory_hierarchy_utilization"],
+            "numa_locality": summary.get("numa_locality", "not computed"),
             "scatter_distance": summary["scatter_distance"],
             "locations": top_locations(g.grains, self.locations, found, th, top),
             "critical_path_grains": critical_grains(g, self.locations,
@@ -304,6 +307,33 @@ class Analysis:
         hit = P.flagged(g.grains, "preempted", self.resolved_thresholds) \
             if found["preempted"]["available"] else None
         return preemption.report(g, hit)
+
+    def accesses(self, depend_bytes=None) -> pd.DataFrame:
+        """The run's data accesses (grainlab.trace.accesses): its grain_data()
+        annotations, or, when it has none and `depend_bytes` is given, its
+        `depend` items, each that many bytes."""
+        from ..trace.accesses import from_dependences, parse_depend_bytes
+        nbytes = None if depend_bytes is None else parse_depend_bytes(depend_bytes)
+        trace = self.trace
+        if len(trace.accesses) or nbytes is None:
+            return trace.accesses
+        return from_dependences(trace.events, nbytes)
+
+    def krd(self, domain: str = "llc", *, l2=None, llc=None, depend_bytes=None) -> dict:
+        """Kernel Reuse Distance histograms (grainlab.metrics.krd.summary):
+        summed, per `domain` ("llc", "numa", "core") and per source location.
+        l2, llc: cache sizes in bytes for the close/near/far classes (default:
+        the trace's topology). Raises GrainlabError when the trace holds no
+        data accesses (krd.NO_ACCESSES says how to add them)."""
+        from ..metrics import krd as K
+        from ..symbolize import symbolize
+        acc = self.accesses(depend_bytes)
+        if not len(acc):
+            raise GrainlabError(K.no_accesses(self.path, self.trace.events))
+        r = K.reuse(acc, self.trace.meta.get("topology"), domain, l2, llc)
+        codes = np.unique(r.codeptr)
+        names = dict(zip(codes.tolist(), symbolize(codes, self.trace.meta.get("loadmap", []))))
+        return K.summary(r, names)
 
     @cached_property
     def summary(self) -> dict:

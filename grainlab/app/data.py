@@ -50,6 +50,23 @@ class AppData:
         threads = sorted(set(seg["thread"].tolist()) - {-1})
         self.thread_rows = {t: i for i, t in enumerate(threads)}
         self.segments["row"] = seg["thread"].map(self.thread_rows).fillna(-1).astype(np.int64)
+        step("data locality")
+        self.krd_runs, self.krd_note = self._krd(a, comparison)
+
+    @staticmethod
+    def _krd(a, comparison) -> tuple[dict, str]:
+        """({run label: KRD summary}, note): this run's, and the reference
+        run's first when comparing; empty with the reason when there is none."""
+        from ..errors import GrainlabError
+        runs = {}
+        pairs = [("reference", comparison.a)] if comparison is not None else []
+        for label, an in pairs + [("this run", a)]:
+            try:
+                runs[label] = an.krd()
+            except GrainlabError as e:
+                if an is a:
+                    return {}, str(e).split(": ", 1)[-1]
+        return runs, ""
 
     # -- colouring -------------------------------------------------------------
     def default_threshold(self, problem: str):

@@ -192,3 +192,66 @@ def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 20_000)
     bucket = np.arange(len(df)) * limit // len(df)
     agg = {time_col: "first", **{c: "max" for c in cols}}
     return df.groupby(bucket).agg(agg).reset_index(drop=True)
+
+
+# -- data locality (docs/locality.md) ---------------------------------------------------
+
+KRD_COLORS = {"close": "#2b8cbe", "near": "#a6bddb", "far": "#f16913", "inf": "#525252"}
+
+
+def krd_figure(runs: dict) -> go.Figure:
+    """KRD histograms as stacked close/near/far/INF shares: one bar per domain
+    (and one for all domains together), one bar set per run, side by side.
+    runs: {label: Analysis.krd() result}, e.g. {"row": a.krd(), "z": b.krd()}."""
+    xs = ([], [])
+    cells = {c: [] for c in KRD_COLORS}
+    for label, h in runs.items():
+        parts = [("all", h)] + ([(f"{h['domain_kind']} {d['domain']}", d) for d in h["domains"]]
+                                if len(h["domains"]) > 1 else [])
+        for name, part in parts:
+            xs[0].append(label)
+            xs[1].append(name)
+            n = max(part["accesses"], 1)
+            for c in KRD_COLORS:
+                cells[c].append((100.0 * part[c] / n, part[c]))
+    fig = go.Figure()
+    for c, color in KRD_COLORS.items():
+        fig.add_bar(x=[xs[0], xs[1]], y=[v for v, _ in cells[c]], name=c, marker_color=color,
+                    customdata=[k for _, k in cells[c]],
+                    hovertemplate=f"{c}: %{{y:.1f}}%% (%{{customdata}} accesses)<extra></extra>")
+    any_run = next(iter(runs.values()), None)
+    note = "" if any_run is None else (
+        f"close ≤ L2 {_size(any_run['l2_bytes'])}, near ≤ LLC {_size(any_run['llc_bytes'])}, "
+        "far beyond, INF = first uses")
+    fig.update_layout(barmode="stack", title=f"Kernel Reuse Distance ({note})",
+                      yaxis_title="% of accesses", legend_title="reuse",
+                      margin=dict(l=60, r=20, t=50, b=60))
+    return fig
+
+
+def _size(b: int) -> str:
+    return f"{b / (1 << 20):g} MiB" if b >= 1 << 20 else f"{b / 1024:g} KiB"
+
+
+def remote_figure(grains: pd.DataFrame, locations=None, top: int = 30) -> go.Figure | None:
+    """The grains with the most data on another NUMA node than their CPU's
+    (`remote_bytes`, coloured by `numa_locality`), or None when the run has no
+    page placement (record with GRAINLAB_PAGES=1)."""
+    if "remote_bytes" not in grains:
+        return None
+    rb = grains["remote_bytes"].to_numpy(np.int64)
+    pick = np.argsort(-rb, kind="stable")[:top]
+    pick = pick[rb[pick] > 0]
+    ids = grains.index.to_numpy()[pick]
+    loc = np.asarray(locations)[pick] if locations is not None else np.full(len(pick), "")
+    fig = go.Figure(go.Bar(
+        y=[f"grain {i}" for i in ids], x=rb[pick] / 1024, orientation="h",
+        marker=dict(color=grains["numa_locality"].to_numpy(np.float64)[pick], cmin=0, cmax=1,
+                    colorscale="RdYlGn", colorbar=dict(title="local share")),
+        customdata=np.stack([ids, loc], axis=1).tolist() if len(pick) else [],
+        hovertemplate="grain %{customdata[0]} %{customdata[1]}<br>remote %{x:.1f} KiB"
+                      "<extra></extra>"))
+    fig.update_layout(title=f"Remote-heavy grains (top {len(pick)} by remote bytes)",
+                      xaxis_title="KiB on another NUMA node", yaxis=dict(autorange="reversed"),
+                      margin=dict(l=90, r=20, t=50, b=50))
+    return fig

@@ -13,12 +13,12 @@ from dash.exceptions import PreventUpdate
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 
 VIEWS = [("graph", "Grain graph"), ("locations", "Source locations"),
-         ("parallelism", "Parallelism"), ("threads", "Threads")]
+         ("parallelism", "Parallelism"), ("threads", "Threads"), ("locality", "Data locality")]
 PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load balance",
                   "work_deviation": "Work deviation", "instantaneous_parallelism":
                   "Instantaneous parallelism", "scatter": "Scatter",
                   "memory_hierarchy_utilization": "Memory-hierarchy utilization",
-                  "preempted": "Preempted (wall / CPU time)",
+                  "preempted": "Preempted (wall / CPU time)", "numa_locality": "NUMA locality",
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
 DEFAULT = {"view": "graph", "problem": "parallel_benefit", "threshold": None, "grain": None,
            "location": None, "zoom": None, "tzoom": None}

@@ -141,6 +141,7 @@ def render(r: dict) -> str:
         if not p["available"]:
             why = ("needs a reference run: grainlab compare" if name == "work_deviation"
                    else r["preemption"]["reason"] if name == "preempted"
+                   else r["numa_locality"] if name == "numa_locality"
                    else r["memory_hierarchy_utilization"])
             out.append(f"  {name:<32} {th:>11}   unavailable ({why})")
             continue

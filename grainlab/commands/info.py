@@ -83,6 +83,8 @@ def render(s: dict) -> str:
         f"({s['inferred_chunks']} inferred) covering {s['iterations']} iteration(s)",
         f"sync       {s['taskwaits']} taskwait(s), {s['taskgroups']} taskgroup(s), "
         f"{s['barriers']} barrier(s)",
+        *([f"data       {s['data_accesses']} access(es) annotated with grain_data() "
+           "(`grainlab krd`)"] if s.get("data_accesses") else []),
         f"counters   {', '.join(s['counters']) or 'none'}"
         + (f" (unavailable: {', '.join(map(str, s['unavailable_counters']))})"
            if s['unavailable_counters'] else ""),

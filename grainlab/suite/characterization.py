@@ -29,6 +29,8 @@ COLUMNS = [
     "ideal_parallelism_mean", "achieved_parallelism_mean",
     "parallel_benefit_median", "parallel_benefit_low_pct", "load_balance_max",
     "work_fraction", "overhead_fraction", "idle_fraction", "ovr",
+    "data_bytes_median", "krd_close_share", "krd_near_share", "krd_far_share",
+    "krd_inf_share", "numa_locality", "remote_bytes",
 ]
 
 
@@ -91,6 +93,7 @@ def row(analysis) -> dict:
         "idle_fraction": td["idle"] / total,
         "ovr": float(td.get("OVR", float("nan"))),
     }
+    out.update(_memory(analysis, gr))
     mpi = analysis.trace.meta.get("mpi")
     if isinstance(mpi, dict) and isinstance(mpi.get("rank"), int):
         out["rank"] = mpi["rank"]       # one row per rank of an MPI run
@@ -98,6 +101,32 @@ def row(analysis) -> dict:
     for col in gr.columns:
         if col.startswith("counter:"):
             out[f"{col}_median"] = float(pd.to_numeric(gr[col], errors="coerce").median())
+    return out
+
+
+def _memory(analysis, gr) -> dict:
+    """Memory properties from the grains' data accesses (docs/locality.md):
+    median annotated footprint of the grains that have one, KRD class shares
+    (LLC domains, the trace's cache sizes), NUMA locality; NaN without them."""
+    nan = float("nan")
+    out = dict.fromkeys(("data_bytes_median", "krd_close_share", "krd_near_share",
+                         "krd_far_share", "krd_inf_share", "numa_locality", "remote_bytes"), nan)
+    if "data_bytes" not in gr:
+        return out
+    footprint = gr["data_bytes"].to_numpy()
+    out["data_bytes_median"] = float(np.median(footprint[footprint > 0])) \
+        if (footprint > 0).any() else nan
+    try:
+        h = analysis.krd()
+    except GrainlabError:       # e.g. a saved analysis whose trace is gone
+        h = None
+    if h and h["accesses"]:
+        for c in ("close", "near", "far", "inf"):
+            out[f"krd_{c}_share"] = h[c] / h["accesses"]
+    loc = analysis.metrics.get("numa_locality")
+    if isinstance(loc, dict):
+        out["numa_locality"] = loc["overall"]
+        out["remote_bytes"] = float(loc["remote_bytes"])
     return out
 
 

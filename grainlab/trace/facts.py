@@ -23,6 +23,9 @@ def info_of(trace) -> dict:
     """What `grainlab info --json` prints about a loaded trace."""
     facts = Facts()
     _, rows = fed_with_all(trace, facts)
+    # load() took the DATA_ACCESS rows out of the events: count them as a scan does
+    facts.events += len(trace.accesses)
+    facts.counts["data_accesses"] += len(trace.accesses)
     return facts.info(rows, path=trace.path, meta=trace.meta, complete=trace.complete,
                       problems=trace.problems, counters=trace.counters,
                       row_groups=len(trace.row_group_sizes))
@@ -37,7 +40,8 @@ class Facts:
         self.tsc_min = self.tsc_max = None
         self.counts = dict.fromkeys(
             ("parallel_regions", "taskwaits", "taskgroups", "barriers", "dependences",
-             "flushes", "chunks", "inferred_chunks", "chunk_events", "task_creates"), 0)
+             "flushes", "chunks", "inferred_chunks", "chunk_events", "task_creates",
+             "data_accesses"), 0)
         self.iteration_sums: list = []
 
     def feed(self, b: dict) -> None:
@@ -64,6 +68,7 @@ class Facts:
         c["inferred_chunks"] += int(np.count_nonzero(b["flags"][loop_chunk] & S.CHUNK_INFERRED))
         c["chunk_events"] += int(np.count_nonzero(chunk))
         c["task_creates"] += int(np.count_nonzero(code == S.TASK_CREATE))
+        c["data_accesses"] += int(np.count_nonzero(code == S.DATA_ACCESS))
         # int64 sums wrap as one sum over the whole column would
         self.iteration_sums.append(b["count"][loop_chunk].astype(np.int64).sum())
 
@@ -117,6 +122,8 @@ class Facts:
             "taskgroups": c["taskgroups"],
             "barriers": c["barriers"],
             "dependences": c["dependences"],
+            # only when there are any: traces without keep their output
+            **({"data_accesses": c["data_accesses"]} if c["data_accesses"] else {}),
             "duration_ns": int(duration),
             "row_groups": int(row_groups),
             "flushes": c["flushes"],

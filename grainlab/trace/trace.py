@@ -61,7 +61,9 @@ def _read_trace(path) -> "Trace":
         meta["dependence_waits"] = folded
         sizes = np.bincount(events["row_group"].to_numpy(),
                             minlength=len(sizes)).astype(np.int64)
-    return Trace(path, meta, events, sizes)
+    from .accesses import split_accesses
+    events, sizes, accesses = split_accesses(events, sizes)
+    return Trace(path, meta, events, sizes, accesses=accesses)
 
 
 class Trace:
@@ -74,13 +76,20 @@ class Trace:
                 `row_group` (int32) and `time` (int64 ns since the collector started)
       complete  False if the run did not end normally or events are missing
       problems  list of one-line strings describing recoverable damage
+      accesses  DataFrame of the run's grain_data() annotations (DATA_ACCESS
+                rows, kept out of `events`; grainlab.trace.accesses), empty
+                for a run without any
     """
 
     def __init__(self, path: Path, meta: dict, events: pd.DataFrame,
-                 row_group_sizes: np.ndarray):
+                 row_group_sizes: np.ndarray, *, accesses: pd.DataFrame | None = None):
         self.path = path
         self.meta = meta
         self.events = events
+        if accesses is None:
+            from .accesses import empty_accesses
+            accesses = empty_accesses()
+        self.accesses = accesses
         self.row_group_sizes = row_group_sizes
         self.complete, self.problems = run_state(meta)
 

@@ -61,7 +61,7 @@ class Checks:
         self.rows += n
         code = b["event"]
         if self.bad_code is None:
-            bad = np.flatnonzero((code < S.THREAD_BEGIN) | (code > S.FLUSH_END))
+            bad = np.flatnonzero((code < S.THREAD_BEGIN) | (code > S.LAST_EVENT))
             if len(bad):
                 self.bad_code = (int(b["rg"][bad[0]]), int(code[bad[0]]))
         self._feed_row_groups(b)
