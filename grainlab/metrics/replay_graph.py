@@ -1,0 +1,279 @@
+"""The graph `grainlab predict` replays (docs/predict.md): the grain graph's
+nodes and edges as arrays, with the guard against inflated grains applied,
+and a what-if change (one location's grains k times cheaper, or subtrees
+below a depth merged into their root grain).
+
+    rep = replay_graph(g)                      # the recorded graph, guarded
+    rep = replay_graph(g, scale=mask_and_k)    # what-if: some grains k x cheaper
+    rep = replay_graph(g, merge_below=3)       # what-if: tasks deeper than 3 inlined
+
+Everything per node or grain is a column operation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UsageError
+from .contract import is_one_of
+
+# A grain is capped when it is an outlier of its source location at its
+# depth by this many inter-quartile ranges of log(work), among at least
+# MIN_GROUP grains, and the excess is at least a time slice.
+FENCE_IQR = 3.0
+MIN_GROUP = 8
+SLICE_NS = 1_000_000
+EDGE_CODES = {"continuation": 0, "creation": 1}   # anything else: 2
+
+
+@dataclass
+class Replay:
+    """Arrays of the replayed DAG: node weights (ns), edges src -> dst with
+    codes (0 continuation, 1 creation, 2 synchronization / dependence), which
+    nodes start an explicit task, and what the guard did."""
+    w: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    etype: np.ndarray
+    task_first: np.ndarray
+    own: np.ndarray                       # node runs a grain's own code (fragment/chunk)
+    times: dict                           # start, end, is_join, released: a topological order
+    guard: dict = field(default_factory=dict)
+
+    @property
+    def work(self) -> int:
+        return int(self.w.sum())
+
+    @property
+    def tasks(self) -> int:
+        return int(self.task_first.sum())
+
+    @property
+    def pushed_first(self) -> np.ndarray:
+        """The parent's continuation after each fork: what a thief steals
+        when the creating core runs the child first (work-first)."""
+        fork = np.zeros(len(self.w), bool)
+        fork[self.src[self.etype == 1]] = True
+        out = np.zeros(len(self.w), bool)
+        out[self.dst[(self.etype == 0) & fork[self.src]]] = True
+        return out
+
+
+def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None = None,
+                 whole: bool = False) -> Replay:
+    """The replayed DAG of `g`. guard: "auto" (CPU time where recorded, then
+    the per-location cap), "cpu", "cap", "none". scale: (grain mask, k):
+    those grains' own nodes weigh k times theirs. merge_below: tasks deeper
+    than this are merged into their ancestor at this depth. whole: keep the
+    initial task's time before the first parallel region and after the last
+    one (by default it weighs nothing: the replay times the parallel part,
+    from the first region's start to the last one's end, as benchmarks time
+    their kernels; the serial code between regions stays)."""
+    if guard not in ("auto", "cpu", "cap", "none"):
+        raise UsageError(f"--guard {guard}: choose auto, cpu, cap or none")
+    nodes = g.nodes
+    G = len(g.grains)
+    w = nodes["duration"].to_numpy(np.int64).astype(np.float64)
+    own = np.asarray(is_one_of(nodes["type"], "fragment", "chunk"))
+    grain = nodes["grain"].to_numpy(np.int64)
+    in_grain = own & (grain >= 0) & (grain < G)
+    report = {"guard": guard, "cpu_time": False, "capped_grains": 0, "capped_ns": 0}
+    if guard in ("auto", "cpu"):
+        w = _cpu_weights(g, w, report)
+    if guard in ("auto", "cap"):
+        w = _location_cap(g, w, in_grain, grain, report)
+    if scale is not None:
+        mask, k = scale
+        hit = in_grain.copy()
+        hit[in_grain] = np.asarray(mask, bool)[grain[in_grain]]
+        w[hit] *= float(k)
+    if not whole:
+        w[_outside_regions(g)] = 0
+    w = np.rint(w).astype(np.int64)
+    src = g.edges["src"].to_numpy(np.int64)
+    dst = g.edges["dst"].to_numpy(np.int64)
+    etype = np.full(len(src), 2, np.int8)
+    types = g.edges["type"].astype(str).to_numpy()
+    for name, code in EDGE_CODES.items():
+        etype[types == name] = code
+    owner = nodes["owner"].to_numpy(np.int64)
+    task_first = np.zeros(len(w), bool)
+    created = dst[etype == 1]
+    task_first[created[(owner[created] >= 0) & (owner[created] < G)]] = True
+    from ..graph.critical_path import node_arrays
+    times = node_arrays(nodes)
+    del times["duration"]
+    rep = Replay(w, src, dst, etype, task_first, own, times, report)
+    if merge_below is not None:
+        rep = merge(g, rep, merge_below)
+    return rep
+
+
+def _outside_regions(g) -> np.ndarray:
+    """Nodes of the initial task before its first region fork or after its
+    last region's end (none when the program has no region)."""
+    nodes, ctx = g.nodes, g.contexts
+    out = np.zeros(len(nodes), bool)
+    initial = ctx.index[(ctx["kind"] == "initial").to_numpy(bool)]
+    if not len(initial):
+        return out
+    owner = nodes["owner"].to_numpy(np.int64)
+    mine = owner == int(initial[0])
+    seq = nodes["owner_seq"].to_numpy(np.int64)
+    child = nodes["child"].to_numpy(np.int64)
+    forks = mine & (nodes["type"] == "fork").to_numpy(bool) & (child >= len(g.grains))
+    ends = mine & (nodes["join_kind"] == "region_end").to_numpy(bool)
+    if not forks.any() or not ends.any():
+        return out
+    return mine & ((seq < seq[forks].min()) | (seq > seq[ends].max()))
+
+
+def _cpu_weights(g, w, report):
+    """Measured nodes weigh their CPU time where the trace has it."""
+    from .preemption import node_cpu, wall_durations
+    cpu = node_cpu(g)
+    if cpu is None:
+        return w
+    wall = wall_durations(g).astype(np.float64)
+    has = ~np.isnan(cpu)
+    report["cpu_time"] = True
+    report["off_cpu_ns"] = int((wall[has] - cpu[has]).sum())
+    out = wall.copy()
+    out[has] = cpu[has]
+    return out
+
+
+def _location_cap(g, w, in_grain, grain, report):
+    """Cap every grain that is a far outlier among the grains of its source
+    location (code address) at its depth: above the fence max(exp(Q3 +
+    FENCE_IQR * IQR), 1.5 exp(Q3)) of their log work, by a time slice or
+    more (a preempted grain). Grains of one construct at one depth of a
+    recursion do alike work (one merge level of a sort, the blocks of one
+    LU phase); a divide-and-conquer's big top grains are at other depths."""
+    G = len(g.grains)
+    if G == 0:
+        return w
+    work = np.bincount(grain[in_grain], weights=w[in_grain], minlength=G)[:G]
+    df = pd.DataFrame({"loc": g.grains["codeptr"].to_numpy(np.uint64),
+                       "depth": g.grains["depth"].to_numpy(np.int64),
+                       "lw": np.log(np.maximum(work, 1.0))})
+    keys = ["loc", "depth"]
+    q = df.groupby(keys)["lw"].quantile([0.25, 0.75]).unstack()
+    q["n"] = df.groupby(keys).size()
+    at = q.reindex(pd.MultiIndex.from_frame(df[keys]))
+    q1, q3, n = (at[c].to_numpy(np.float64) for c in (0.25, 0.75, "n"))
+    fence = np.maximum(np.exp(q3 + FENCE_IQR * (q3 - q1)), 1.5 * np.exp(q3))
+    hit = (n >= MIN_GROUP) & (work > fence) & (work - fence >= SLICE_NS)
+    if not hit.any():
+        return w
+    factor = np.ones(G)
+    factor[hit] = fence[hit] / work[hit]
+    out = w.copy()
+    out[in_grain] *= factor[grain[in_grain]]
+    report["capped_grains"] = int(hit.sum())
+    report["capped_ns"] = int((work[hit] - fence[hit]).sum())
+    return out
+
+
+def location_mask(locations: pd.Series, location: str) -> np.ndarray:
+    """Grains at a source location given as the full text `grainlab analyze`
+    prints, or its start (`fib.c:28`, `fib.c`), or a function name."""
+    text = locations.astype(str).to_numpy()
+    want = location.strip()
+    for test in (lambda s: s == want, lambda s: s.startswith(want + " ") or s == want,
+                 lambda s: s.startswith(want), lambda s: f"({want})" in s or f" {want} " in s):
+        hit = np.fromiter((test(s) for s in pd.unique(text)), bool)
+        found = pd.unique(text)[hit]
+        if len(found):
+            return np.isin(text, found)
+    known = ", ".join(pd.Series(text).value_counts().index[:5])
+    raise UsageError(f"--what-if {location}: no grain at that location (largest: {known})")
+
+
+def merge(g, rep: Replay, depth: int) -> Replay:
+    """Tasks deeper than `depth` merged into their ancestor at `depth` (their
+    root grain): the root weighs its own work plus theirs, their forks and
+    the root's joins weigh nothing (no creation, no synchronization)."""
+    if depth < 1:
+        raise UsageError("--merge-below must be >= 1 (task depth: children of an implicit task are 1)")
+    root = _roots(g, depth)
+    G = len(g.grains)
+    nodes = g.nodes
+    owner = nodes["owner"].to_numpy(np.int64)
+    gid = np.where((owner >= 0) & (owner < G), owner, -1)
+    node_root = np.where(gid >= 0, root[np.maximum(gid, 0)], -1)
+    gone = (gid >= 0) & (node_root != gid)
+    if not gone.any():
+        return rep
+    w = rep.w.copy()
+    moved = np.bincount(node_root[gone & rep.own], weights=w[gone & rep.own], minlength=G)
+    child = nodes["child"].to_numpy(np.int64)
+    kind = nodes["type"].astype(str).to_numpy()
+    inlined_fork = (kind == "fork") & (child >= 0) & (child < G)
+    inlined_fork &= root[np.clip(child, 0, G - 1)] != np.clip(child, 0, G - 1)
+    depth_of = g.grains["depth"].to_numpy(np.int64)
+    root_join = (kind == "join") & (gid >= 0) & (depth_of[np.maximum(gid, 0)] == depth)
+    w[inlined_fork | root_join] = 0
+    first = _first_node_of(nodes, owner, G)
+    target = first[np.flatnonzero(moved)]
+    w[target] += np.rint(moved[moved > 0]).astype(np.int64)
+    return _drop(rep, w, gone, owner, node_root, first, _last_node_of(nodes, owner, G))
+
+
+def _roots(g, depth: int) -> np.ndarray:
+    """Per grain: itself, or its ancestor at `depth` when deeper (one pass
+    per level above it, not per grain)."""
+    gr = g.grains
+    G = len(gr)
+    d = gr["depth"].to_numpy(np.int64).copy()
+    parent = gr["parent"].to_numpy(np.int64)
+    task = (gr["kind"] == "task").to_numpy(bool)
+    root = np.arange(G)
+    while True:
+        up = task & (d > depth) & (parent[root] >= 0) & (parent[root] < G)
+        if not up.any():
+            return root
+        root[up] = parent[root[up]]
+        d[up] -= 1
+
+
+def _first_node_of(nodes, owner, G):
+    """The first node id of each grain's chain (nodes of an owner are consecutive)."""
+    ids = np.arange(len(owner))
+    first = np.full(G, -1, np.int64)
+    ok = (owner >= 0) & (owner < G)
+    order = ids[ok][::-1]          # the last write wins: the smallest id
+    first[owner[order]] = order
+    return first
+
+
+def _last_node_of(nodes, owner, G):
+    ids = np.arange(len(owner))
+    last = np.full(G, -1, np.int64)
+    ok = (owner >= 0) & (owner < G)
+    last[owner[ok]] = ids[ok]
+    return last
+
+
+def _drop(rep, w, gone, owner, node_root, first, last) -> Replay:
+    """The DAG without the merged nodes: an edge into one goes to its root's
+    first node, an edge out of one leaves from its root's last node; edges
+    within one root's subtree (its forks' creations, its children's
+    synchronizations, dependences among them) are dropped."""
+    n = len(w)
+    into = np.arange(n)
+    out_of = np.arange(n)
+    into[gone] = first[node_root[gone]]
+    out_of[gone] = last[node_root[gone]]
+    src, dst = out_of[rep.src], into[rep.dst]
+    inside = (gone[rep.src] | gone[rep.dst]) & (node_root[rep.src] == node_root[rep.dst])
+    keep_edge = (src != dst) & ~inside
+    new_id = np.cumsum(~gone) - 1
+    src, dst, etype = new_id[src[keep_edge]], new_id[dst[keep_edge]], rep.etype[keep_edge]
+    pair = pd.DataFrame({"s": src, "d": dst, "t": etype}).drop_duplicates(["s", "d"])
+    return Replay(w[~gone], pair["s"].to_numpy(np.int64), pair["d"].to_numpy(np.int64),
+                  pair["t"].to_numpy(np.int8), rep.task_first[~gone], rep.own[~gone],
+                  {k: np.asarray(v)[~gone] for k, v in rep.times.items()},
+                  {**rep.guard, "merged_tasks": int(np.unique(owner[gone]).size)})
