@@ -103,13 +103,10 @@ def _at(rep, P: int, costs: Costs, wti, span: int) -> dict:
 
 
 def _span(rep, w) -> int:
-    """The longest node-weighted path (the critical path's kernel)."""
-    from ..graph.critical_path import longest_path
-    n = len(w)
-    if n == 0:
-        return 0
-    _, span, _, _ = longest_path(w, **rep.times, src=rep.src, dst=rep.dst)
-    return int(span)
+    """The longest node-weighted path (the critical path's kernel), in the
+    replayed graph's topological order (found once per graph)."""
+    from ..graph.critical_path import span_in_order
+    return span_in_order(rep.order, w, rep.src, rep.dst)
 
 
 def replay(rep, w, P: int, costs: Costs) -> dict:

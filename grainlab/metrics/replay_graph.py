@@ -12,6 +12,7 @@ Everything per node or grain is a column operation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,14 @@ class Replay:
     @property
     def tasks(self) -> int:
         return int(self.task_first.sum())
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        """Node ids in a topological order (by time, checked against every
+        edge; igraph's sort if the times disagree)."""
+        from ..graph.critical_path import topological_order
+        order, _, _ = topological_order(**self.times, src=self.src, dst=self.dst)
+        return np.ascontiguousarray(order, np.int64)
 
     @property
     def pushed_first(self) -> np.ndarray:
@@ -95,9 +104,8 @@ def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None 
     src = g.edges["src"].to_numpy(np.int64)
     dst = g.edges["dst"].to_numpy(np.int64)
     etype = np.full(len(src), 2, np.int8)
-    types = g.edges["type"].astype(str).to_numpy()
     for name, code in EDGE_CODES.items():
-        etype[types == name] = code
+        etype[np.asarray(is_one_of(g.edges["type"], name))] = code
     owner = nodes["owner"].to_numpy(np.int64)
     task_first = np.zeros(len(w), bool)
     created = dst[etype == 1]
@@ -210,11 +218,12 @@ def merge(g, rep: Replay, depth: int) -> Replay:
     w = rep.w.copy()
     moved = np.bincount(node_root[gone & rep.own], weights=w[gone & rep.own], minlength=G)
     child = nodes["child"].to_numpy(np.int64)
-    kind = nodes["type"].astype(str).to_numpy()
-    inlined_fork = (kind == "fork") & (child >= 0) & (child < G)
+    is_fork = np.asarray(is_one_of(nodes["type"], "fork"))
+    is_join = np.asarray(is_one_of(nodes["type"], "join"))
+    inlined_fork = is_fork & (child >= 0) & (child < G)
     inlined_fork &= root[np.clip(child, 0, G - 1)] != np.clip(child, 0, G - 1)
     depth_of = g.grains["depth"].to_numpy(np.int64)
-    root_join = (kind == "join") & (gid >= 0) & (depth_of[np.maximum(gid, 0)] == depth)
+    root_join = is_join & (gid >= 0) & (depth_of[np.maximum(gid, 0)] == depth)
     w[inlined_fork | root_join] = 0
     first = _first_node_of(nodes, owner, G)
     target = first[np.flatnonzero(moved)]
