@@ -131,14 +131,16 @@ def fib_dag(n, A=10, F=3, J=2, B=4, L=7):
     return d
 
 
-def fib_work_span(n, A=10, F=3, J=2, B=4, L=7):
+def fib_work_span(n, A=10, F=3, J=2, B=4, L=7, defer=0, steal=0):
     """By the recursion: work(n) = A+2F+J+B + work(n-1) + work(n-2);
-    span(n) = A + F + max(span(n-1), F + span(n-2)) + J + B."""
+    span(n) = A + F + max(span(n-1), F + span(n-2)) + J + B; burdened: each
+    fork costs `defer` more, each created task's start `steal` more."""
     if n < 2:
         return L, L
-    w1, s1 = fib_work_span(n - 1, A, F, J, B, L)
-    w2, s2 = fib_work_span(n - 2, A, F, J, B, L)
-    return A + 2 * F + J + B + w1 + w2, A + F + max(s1, F + s2) + J + B
+    w1, s1 = fib_work_span(n - 1, A, F, J, B, L, defer, steal)
+    w2, s2 = fib_work_span(n - 2, A, F, J, B, L, defer, steal)
+    f = F + defer
+    return A + 2 * F + J + B + w1 + w2, A + f + max(steal + s1, f + steal + s2) + J + B
 
 
 @pytest.mark.parametrize("n", [2, 5, 8])
@@ -155,18 +157,42 @@ def test_fib_work_and_span_by_hand(n):
         assert max(-(-work // P), span) <= out["predicted_ns"][i] <= -(-work // P) + span
 
 
-def test_burdened_span_adds_the_per_spawn_cost_along_the_path():
-    """fib(5)'s critical path creates one task per level below the root: the
-    burdened span (every creation edge costs steal + defer) is the span of
-    the same DAG with that cost added to every task's first node."""
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_burdened_span_adds_the_per_spawn_cost_along_the_path(n):
+    """Cilkscale's burdened span: every spawn costs its deferral on the fork
+    and a steal on the created task's start (the recursion above)."""
     c = Costs(steal_ns=100, defer_ns=20, lock_ns=0)
-    d = fib_dag(5)
-    out = predict(d.replay(), [1], c)
-    for i, first in enumerate(d.first):
-        if first:
-            d.w[i] += 120
-    assert out["burdened_span_ns"] == predict(d.replay(), [1], ZERO)["span_ns"]
-    assert out["burdened_span_ns"] == fib_work_span(5)[1] + 4 * 120
+    out = predict(fib_dag(n).replay(), [1], c)
+    assert out["burdened_span_ns"] == fib_work_span(n, defer=20, steal=100)[1]
+    assert out["burdened_span_ns"] > out["span_ns"] == fib_work_span(n)[1]
+
+
+def test_a_full_deque_makes_the_creator_run_the_child(monkeypatch):
+    """libomp's throttling: with room for 2 queued tasks, a creator that
+    finds its deque full runs the new task itself; without a limit every
+    child waits in the deque and the others steal them."""
+    d = Dag()
+    spawn_and_wait(d, [1000] * 16, fork_w=10)
+    rep = d.replay()
+    slow = dict(steal_ns=5000, defer_ns=0, lock_ns=0)     # the creator outruns the thief
+    longest = []
+    push = pm._Sim.push
+
+    def watched(self, c, v, t):
+        push(self, c, v, t)
+        longest[-1] = max(longest[-1], len(self.dq[c]))
+    monkeypatch.setattr(pm._Sim, "push", watched)
+    monkeypatch.setenv("GRAINLAB_NATIVE", "0")
+    for cap in (0, 2):
+        longest.append(0)
+        pm.replay(rep, rep.w, 2, Costs(**slow, deque_cap=cap))
+    # unbounded: the 16 children queue, less the one stolen at once and the
+    # last, which its creator runs itself (nothing else is ready then);
+    # capped: two children and the parent's continuation at most
+    assert longest == [14, 3]
+    # 1 core with a cap of 2: every child but two runs at its fork
+    one = pm.replay(rep, rep.w, 1, Costs(0, 0, 0, deque_cap=2))
+    assert one["makespan"] == rep.work and one["steals"] == 0
 
 
 def test_costs_are_paid_only_when_there_are_cores_to_steal():
@@ -209,7 +235,8 @@ def test_the_kernel_and_the_python_replay_agree(record, monkeypatch):
     g = record("fib", 14, 5, threads=1).graph()
     rep = replay_graph(g)
     assert pm._kernel() is not None
-    for costs in (Costs(), ZERO, Costs(700, 90, 2000, work_first=True)):
+    for costs in (Costs(), ZERO, Costs(700, 90, 2000, work_first=True),
+                  Costs(300, 50, 100, deque_cap=2)):
         native = [pm.replay(rep, rep.w, P, costs) for P in (1, 2, 3, 8)]
         with monkeypatch.context() as m:
             m.setenv("GRAINLAB_NATIVE", "0")

@@ -50,6 +50,9 @@ def add_parser(subparsers):
                    help=f"cost of deferring a task (default {d.defer_ns})")
     p.add_argument("--lock-ns", type=int, default=d.lock_ns,
                    help=f"steals from one deque at least this far apart (default {d.lock_ns})")
+    p.add_argument("--deque-cap", type=int, default=d.deque_cap,
+                   help="tasks a deque holds before the creator runs a new one itself "
+                        f"(default {d.deque_cap}, libomp's; 0: no limit)")
     p.add_argument("--work-first", action="store_true",
                    help="a creating core runs the child first (Cilk), not the parent (libomp)")
     p.set_defaults(run=run)
@@ -58,7 +61,8 @@ def add_parser(subparsers):
 def run(args) -> int:
     from ..metrics.predict import Costs, parse_cores, wti_model
     cores = parse_cores(args.cores)
-    costs = Costs(args.steal_ns, args.defer_ns, args.lock_ns, args.work_first).check()
+    costs = Costs(args.steal_ns, args.defer_ns, args.lock_ns, args.work_first,
+                  args.deque_cap).check()
     wti = None if args.wti is None else wti_model(args.wti)
     a = Analysis(args.trace, region=args.region, progress=Progress())
     out = a.predict(cores, what_if=args.what_if, merge_below=args.merge_below, costs=costs,

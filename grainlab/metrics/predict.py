@@ -31,13 +31,17 @@ MASK = (1 << 64) - 1
 class Costs:
     """Runtime costs the 1-thread trace cannot show (ns), added when P > 1.
     steal: a thief's time from choosing a victim to starting the stolen node;
-    defer: a deferred task's queueing, dequeueing and switch (paid by every
-    explicit task); lock: how far apart steals from one deque are serialized.
-    Defaults: measured on libomp 19, docs/predict.md "Costs"."""
+    defer: what deferring a task adds on its creator (allocation for the
+    queue, the push); lock: how long a steal or a push holds a deque's lock
+    (steals from one deque, and the owner's pushes, are that far apart);
+    deque_cap: tasks a core's deque holds before a new one runs at once on
+    its creator (libomp's throttling: 256; 0: no limit). Defaults:
+    docs/predict.md "Costs"."""
     steal_ns: int = 1500
     defer_ns: int = 300
     lock_ns: int = 300
     work_first: bool = False
+    deque_cap: int = 256
 
     def check(self):
         for k, v in asdict(self).items():
@@ -45,10 +49,6 @@ class Costs:
                 raise UsageError(f"{k.replace('_ns', '')} cost must be >= 0 ns (got {v})")
         return self
 
-    @property
-    def per_spawn_ns(self) -> int:
-        """The burden of one spawn (Cilkscale): a steal plus a deferral."""
-        return int(self.steal_ns + self.defer_ns)
 
 
 def parse_cores(text) -> list[int]:
@@ -68,7 +68,7 @@ def predict(rep, cores, costs: Costs | None = None, wti=None) -> dict:
     the grains' own code at P cores); None: 1."""
     costs = (costs or Costs()).check()
     work, span = rep.work, _span(rep, rep.w)
-    burdened = _span(rep, rep.w + rep.task_first * costs.per_spawn_ns)
+    burdened = _span(rep, rep.w + rep.task_first * costs.steal_ns + rep.spawn * costs.defer_ns)
     rows = [_at(rep, P, costs, wti, span) for P in cores]
     pred = np.array([r["predicted_ns"] for r in rows], dtype=np.float64)
     return {"cores": list(cores), "speedup": (work / np.maximum(pred, 1)).tolist(),
@@ -88,18 +88,20 @@ def predict(rep, cores, costs: Costs | None = None, wti=None) -> dict:
 def _at(rep, P: int, costs: Costs, wti, span: int) -> dict:
     """One core count: the replay, and its bounds. Lower: max(work/P, span).
     Upper (Brent's, with the costs): (work + the replay's overheads)/P + the
-    span where every task's first node also waits the most a start can: a
-    steal, a deferral and every other core's steal ahead of it at one deque."""
+    span where every node also waits the most its start can: a stolen node
+    a steal and every other core's steal ahead of it at one deque, a fork
+    creating a task the deferral and the same wait for its deque's lock."""
     f = 1.0 if P == 1 or wti is None else float(wti(P) if callable(wti) else wti)
     w = rep.w if f == 1.0 else np.where(rep.own, np.rint(rep.w * f), rep.w).astype(np.int64)
-    stats = replay(rep, w, P, costs if P > 1 else Costs(0, 0, 0, costs.work_first))
+    stats = replay(rep, w, P, costs if P > 1 else Costs(0, 0, 0, costs.work_first, 0))
     wp = int(w.sum())
-    burden = 0 if P == 1 else costs.per_spawn_ns + costs.lock_ns * (P - 1)
-    delayed = rep.task_first | rep.pushed_first if costs.work_first else rep.task_first
+    queue = 0 if P == 1 else costs.lock_ns * (P - 1)
+    stolen = rep.stealable(costs.work_first or costs.deque_cap > 0)
+    extra = stolen * (costs.steal_ns + queue) + rep.spawn * (costs.defer_ns + queue) if P > 1 else 0
     return {"predicted_ns": stats["makespan"], "wti": f, "steals": stats["steals"],
             "overhead_ns": stats["overhead"],
             "lower_ns": max(-(-wp // P), span if f == 1.0 else _span(rep, w)),
-            "upper_ns": -(-(wp + stats["overhead"]) // P) + _span(rep, w + delayed * burden)}
+            "upper_ns": -(-(wp + stats["overhead"]) // P) + _span(rep, w + extra)}
 
 
 def _span(rep, w) -> int:
@@ -120,11 +122,11 @@ def replay(rep, w, P: int, costs: Costs) -> dict:
                 f"predicting {len(w)} nodes needs the compiled replay kernel "
                 "(build grainlab: cmake --build build); without it only graphs of up to "
                 f"{PYTHON_LIMIT} nodes are replayed")
-        return replay_python(w, off, adj, et, rep.task_first, indeg, P, costs)
+        return replay_python(w, off, adj, et, rep.flags, indeg, P, costs)
     stats = np.zeros(3, np.int64)
-    cost = np.array([costs.steal_ns, costs.defer_ns, costs.lock_ns], np.int64)
+    cost = np.array([costs.steal_ns, costs.defer_ns, costs.lock_ns, costs.deque_cap], np.int64)
     w = np.ascontiguousarray(w, np.int64)
-    tf = np.ascontiguousarray(rep.task_first, np.int8)
+    tf = rep.flags
     rc = kernel(len(w), w.ctypes.data, off.ctypes.data, adj.ctypes.data, et.ctypes.data,
                 tf.ctypes.data, indeg.ctypes.data, P, int(costs.work_first), cost.ctypes.data,
                 stats.ctypes.data)
@@ -201,10 +203,14 @@ class _Sim:
         return v
 
     def start(self, c, v, t):
-        extra = self.c.defer_ns if self.P > 1 and self.tf[v] else 0
-        self.overhead += extra
+        at = t
+        if self.P > 1 and self.tf[v] & 2:
+            at = max(at, self.lock_free[c])
+            self.lock_free[c] = at + self.c.lock_ns
+            at += self.c.defer_ns
+        self.overhead += at - t
         self.running[c] = v
-        self.event(t + extra + int(self.w[v]), c, 0)
+        self.event(at + int(self.w[v]), c, 0)
 
     def find_work(self, c, t):
         if self.dq[c]:
@@ -237,6 +243,8 @@ class _Sim:
                 continue
             et = self.et[e]
             r = 1 if et == 2 else (0 if (et == 1) == bool(self.c.work_first) else 2)
+            if et == 1 and 0 < self.c.deque_cap <= len(self.dq[c]):
+                r = -1
             if r < rank:
                 if best >= 0:
                     self.push(c, best, t)

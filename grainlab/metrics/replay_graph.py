@@ -60,14 +60,29 @@ class Replay:
         return np.ascontiguousarray(order, np.int64)
 
     @property
-    def pushed_first(self) -> np.ndarray:
-        """The parent's continuation after each fork: what a thief steals
-        when the creating core runs the child first (work-first)."""
+    def spawn(self) -> np.ndarray:
+        """Forks that create an explicit task (they pay the deferral)."""
+        out = np.zeros(len(self.w), bool)
+        creation = self.etype == 1
+        out[self.src[creation][self.task_first[self.dst[creation]]]] = True
+        return out
+
+    @property
+    def flags(self) -> np.ndarray:
+        """The kernel's node flags: 1 a created task's first node, 2 a spawn."""
+        return np.ascontiguousarray(self.task_first * 1 + self.spawn * 2, np.int8)
+
+    def stealable(self, continuations: bool) -> np.ndarray:
+        """Nodes a thief can take: a created task's first node, and with
+        `continuations` the parent's continuation after each fork too (what
+        work-first queues, and a throttled child's parent)."""
+        if not continuations:
+            return self.task_first
         fork = np.zeros(len(self.w), bool)
         fork[self.src[self.etype == 1]] = True
-        out = np.zeros(len(self.w), bool)
-        out[self.dst[(self.etype == 0) & fork[self.src]]] = True
-        return out
+        after = np.zeros(len(self.w), bool)
+        after[self.dst[(self.etype == 0) & fork[self.src]]] = True
+        return self.task_first | after
 
 
 def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None = None,

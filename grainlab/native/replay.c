@@ -12,9 +12,13 @@
  *     starts the stolen node `steal_ns` later, and steals from one victim
  *     are serialized `lock_ns` apart (one lock per deque, as libomp's);
  *   - an idle core is woken by every push and tries to steal at once;
- *   - when P > 1, a created task's first node costs `defer_ns` more (queue,
- *     dequeue and switch of a deferred task: a 1-thread trace ran every task
- *     undeferred, so it never paid them).
+ *   - when P > 1, a fork that creates a task (flag 2) costs `defer_ns` more
+ *     on its creator (queueing a deferred task: a 1-thread trace ran every
+ *     task undeferred, so it never paid that), and takes its own deque's lock
+ *     first: thieves at that deque delay the producer;
+ *   - a deque holds at most `deque_cap` nodes (0: no limit): a task created
+ *     while its creator's deque is full runs at once on the creator (libomp's
+ *     task throttling, 256 per thread), its parent's continuation queued.
  * Greedy with zero costs: no core is idle while a node is ready.
  * The random victim uses a fixed-seed xorshift: a replay is deterministic.
  * No Python API (loaded with ctypes). O((V + E) log P). */
@@ -44,11 +48,11 @@ typedef struct {
   int64_t n;
   const int64_t *w, *off, *adj;
   const int8_t *etype; /* 0 continuation, 1 creation, 2 other (sync, dependence) */
-  const int8_t *task_first;
+  const int8_t *flags; /* 1: first node of a created task; 2: a fork creating one */
   int64_t *indeg;
   /* the machine */
   int32_t P, work_first;
-  int64_t steal_ns, defer_ns, lock_ns;
+  int64_t steal_ns, defer_ns, lock_ns, deque_cap;
   /* state */
   heap_t heap;
   deque_t *dq;
@@ -150,12 +154,18 @@ static uint64_t next_random(sim_t *s) {
   return s->rng = x;
 }
 
-/* Core c starts node v at time t (a node it took itself, or stole). */
+/* Core c starts node v at time t (a node it took itself, or stole); a
+ * fork creating a task first takes c's deque lock, then pays the deferral. */
 static int start(sim_t *s, int32_t c, int64_t v, int64_t t) {
-  int64_t extra = (s->P > 1 && s->task_first[v]) ? s->defer_ns : 0;
-  s->overhead += extra;
+  int64_t at = t;
+  if (s->P > 1 && (s->flags[v] & 2)) {
+    if (s->lock_free[c] > at) at = s->lock_free[c];
+    s->lock_free[c] = at + s->lock_ns;
+    at += s->defer_ns;
+  }
+  s->overhead += at - t;
   s->running[c] = v;
-  return heap_push(&s->heap, t + extra + s->w[v], c, 0);
+  return heap_push(&s->heap, at + s->w[v], c, 0);
 }
 
 /* Core c has nothing of its own at time t: its deque's bottom, else a
@@ -188,6 +198,8 @@ static int finish(sim_t *s, int32_t c, int64_t v, int64_t t) {
     if (--s->indeg[d] != 0) continue;
     /* help-first: continuation, join, child; work-first: child, join, continuation */
     int r = s->etype[e] == 2 ? 1 : (s->etype[e] == 1) == !!s->work_first ? 0 : 2;
+    if (s->etype[e] == 1 && s->deque_cap > 0 && s->dq[c].len - s->dq[c].head >= s->deque_cap)
+      r = -1; /* throttled: the child runs now */
     if (r < rank) {
       if (best >= 0 && dq_push(s, c, best, t)) return -1;
       best = d;
@@ -230,11 +242,12 @@ static void release(sim_t *s) {
 }
 
 /* n nodes of weight w >= 0; out-edges of v: adj[off[v]..off[v+1]) with
- * their types; indeg: in-degrees (overwritten). costs = {steal_ns,
- * defer_ns, lock_ns}. Out: stats = {makespan, steals, overhead ns}.
+ * their types; flags per node (1: a created task's first node, 2: a fork
+ * creating one); indeg: in-degrees (overwritten). costs = {steal_ns,
+ * defer_ns, lock_ns, deque_cap}. Out: stats = {makespan, steals, overhead ns}.
  * Returns 0; -1 out of memory; -2 bad arguments; -3 a cycle (nodes left). */
 int gl_replay(int64_t n, const int64_t *w, const int64_t *off, const int64_t *adj,
-              const int8_t *etype, const int8_t *task_first, int64_t *indeg, int32_t P,
+              const int8_t *etype, const int8_t *flags, int64_t *indeg, int32_t P,
               int32_t work_first, const int64_t *costs, int64_t *stats) {
   if (n < 0 || P < 1) return -2;
   for (int64_t e = 0; e < off[n]; e++)
@@ -246,13 +259,14 @@ int gl_replay(int64_t n, const int64_t *w, const int64_t *off, const int64_t *ad
   s.off = off;
   s.adj = adj;
   s.etype = etype;
-  s.task_first = task_first;
+  s.flags = flags;
   s.indeg = indeg;
   s.P = P;
   s.work_first = work_first;
   s.steal_ns = costs[0];
   s.defer_ns = costs[1];
   s.lock_ns = costs[2];
+  s.deque_cap = costs[3];
   s.rng = 0x9E3779B97F4A7C15ull;
   s.dq = calloc((size_t)P, sizeof *s.dq);
   s.running = malloc((size_t)P * sizeof *s.running);
