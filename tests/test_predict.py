@@ -366,3 +366,18 @@ def test_bad_arguments_are_one_line(record, cli, args, words):
 
 def test_a_missing_trace_is_one_line(cli, tmp_path):
     assert_one_line_error(cli("predict", tmp_path / "none.parquet"), "none.parquet")
+
+
+def test_the_figure_draws_the_prediction_between_its_bounds(record):
+    from grainlab.app.predict_figure import prediction_figure
+    a = gl.analyze(record("fib", 15, 6, threads=1))
+    pred = a.predict([1, 2, 4, 16], merge_below=3)
+    fig = prediction_figure(pred)
+    by_name = {t.name: t for t in fig.data if t.name}
+    assert list(by_name["predicted"].y) == pred["speedup"]
+    assert list(by_name["predicted"].x) == [1, 2, 4, 16]
+    band = [t for t in fig.data if t.fill == "tonexty"][0]
+    assert list(band.y) == pred["speedup_lower"]
+    alt = [t for n, t in by_name.items() if n.startswith("what-if")][0]
+    assert list(alt.y) == pred["what_if"]["speedup_vs_baseline"]
+    assert any(n.startswith("parallelism") for n in by_name)
