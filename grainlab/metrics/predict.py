@@ -38,7 +38,7 @@ class Costs:
     its creator (libomp's throttling: 256; 0: no limit). Defaults:
     docs/predict.md "Costs"."""
     steal_ns: int = 1500
-    defer_ns: int = 300
+    defer_ns: int = 400
     lock_ns: int = 300
     work_first: bool = False
     deque_cap: int = 256
