@@ -179,6 +179,7 @@ class _Sim:
         self.heap, self.seq = [], 0
         self.dq = [[] for _ in range(P)]      # bottom = end
         self.running = [-1] * P
+        self.throttled = [False] * P
         self.lock_free = [0] * P
         self.idle, self.nonempty, self.rng = [], [], SEED
         self.done = self.makespan = self.steals = self.overhead = 0
@@ -204,7 +205,8 @@ class _Sim:
 
     def start(self, c, v, t):
         at = t
-        if self.P > 1 and self.tf[v] & 2:
+        self.throttled[c] = bool(self.tf[v] & 2) and 0 < self.c.deque_cap <= len(self.dq[c])
+        if self.P > 1 and self.tf[v] & 2 and not self.throttled[c]:
             at = max(at, self.lock_free[c])
             self.lock_free[c] = at + self.c.lock_ns
             at += self.c.defer_ns
@@ -243,7 +245,7 @@ class _Sim:
                 continue
             et = self.et[e]
             r = 1 if et == 2 else (0 if (et == 1) == bool(self.c.work_first) else 2)
-            if et == 1 and 0 < self.c.deque_cap <= len(self.dq[c]):
+            if et == 1 and self.throttled[c]:
                 r = -1
             if r < rank:
                 if best >= 0:

@@ -18,7 +18,8 @@
  *     first: thieves at that deque delay the producer;
  *   - a deque holds at most `deque_cap` nodes (0: no limit): a task created
  *     while its creator's deque is full runs at once on the creator (libomp's
- *     task throttling, 256 per thread), its parent's continuation queued.
+ *     task throttling, 256 per thread), its parent's continuation queued;
+ *     such a fork pays no deferral (decided when the fork starts).
  * Greedy with zero costs: no core is idle while a node is ready.
  * The random victim uses a fixed-seed xorshift: a replay is deterministic.
  * No Python API (loaded with ctypes). O((V + E) log P). */
@@ -58,6 +59,7 @@ typedef struct {
   deque_t *dq;
   int64_t *running, *lock_free;
   int32_t *idle, n_idle;
+  int8_t *throttled; /* per core: its running fork's child runs at once */
   int32_t *nonempty, *where, n_nonempty;
   uint64_t rng;
   int64_t done, makespan, steals, overhead;
@@ -158,7 +160,9 @@ static uint64_t next_random(sim_t *s) {
  * fork creating a task first takes c's deque lock, then pays the deferral. */
 static int start(sim_t *s, int32_t c, int64_t v, int64_t t) {
   int64_t at = t;
-  if (s->P > 1 && (s->flags[v] & 2)) {
+  s->throttled[c] = (s->flags[v] & 2) && s->deque_cap > 0 &&
+                    s->dq[c].len - s->dq[c].head >= s->deque_cap;
+  if (s->P > 1 && (s->flags[v] & 2) && !s->throttled[c]) {
     if (s->lock_free[c] > at) at = s->lock_free[c];
     s->lock_free[c] = at + s->lock_ns;
     at += s->defer_ns;
@@ -198,8 +202,7 @@ static int finish(sim_t *s, int32_t c, int64_t v, int64_t t) {
     if (--s->indeg[d] != 0) continue;
     /* help-first: continuation, join, child; work-first: child, join, continuation */
     int r = s->etype[e] == 2 ? 1 : (s->etype[e] == 1) == !!s->work_first ? 0 : 2;
-    if (s->etype[e] == 1 && s->deque_cap > 0 && s->dq[c].len - s->dq[c].head >= s->deque_cap)
-      r = -1; /* throttled: the child runs now */
+    if (s->etype[e] == 1 && s->throttled[c]) r = -1; /* the child runs now */
     if (r < rank) {
       if (best >= 0 && dq_push(s, c, best, t)) return -1;
       best = d;
@@ -239,6 +242,7 @@ static void release(sim_t *s) {
   free(s->idle);
   free(s->nonempty);
   free(s->where);
+  free(s->throttled);
 }
 
 /* n nodes of weight w >= 0; out-edges of v: adj[off[v]..off[v+1]) with
@@ -274,8 +278,9 @@ int gl_replay(int64_t n, const int64_t *w, const int64_t *off, const int64_t *ad
   s.idle = malloc((size_t)P * sizeof *s.idle);
   s.nonempty = malloc((size_t)P * sizeof *s.nonempty);
   s.where = malloc((size_t)P * sizeof *s.where);
+  s.throttled = calloc((size_t)P, 1);
   int rc = -1;
-  if (s.dq && s.running && s.lock_free && s.idle && s.nonempty && s.where) {
+  if (s.dq && s.running && s.lock_free && s.idle && s.nonempty && s.where && s.throttled) {
     for (int32_t c = 0; c < P; c++) {
       s.running[c] = -1;
       s.where[c] = -1;
