@@ -381,3 +381,20 @@ def test_the_figure_draws_the_prediction_between_its_bounds(record):
     alt = [t for n, t in by_name.items() if n.startswith("what-if")][0]
     assert list(alt.y) == pred["what_if"]["speedup_vs_baseline"]
     assert any(n.startswith("parallelism") for n in by_name)
+
+
+@pytest.mark.parametrize("threads, inlined", [(1, 20), (2, 30)])
+def test_tasks_that_ran_in_their_creator_are_merged_into_it(record, threads, inlined):
+    """examples/undeferred 10: 10 if(0) tasks, a final task with 10 children
+    and 10 grandchildren (included), 10 mergeable tasks. Included tasks run in
+    their creator at any thread count; if(0) ones are only known as such in a
+    trace of more than one thread (at one, libomp flags every task undeferred)."""
+    g = record("undeferred", 10, threads=threads).graph()
+    assert len(g.grains) == 41
+    rep = replay_graph(g)
+    assert rep.guard["inlined_tasks"] == inlined and rep.tasks == 41 - inlined
+    plain = replay_graph(g, inline=False)
+    assert plain.tasks == 41 and int(rep.w.sum()) == int(plain.w.sum())
+    out = predict(rep, [1, 4], Costs())
+    assert out["predicted_ns"][0] == rep.work
+    assert max(-(-rep.work // 4), out["span_ns"]) <= out["predicted_ns"][1]

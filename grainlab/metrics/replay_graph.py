@@ -86,11 +86,13 @@ class Replay:
 
 
 def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None = None,
-                 whole: bool = False) -> Replay:
+                 whole: bool = False, inline: bool = True) -> Replay:
     """The replayed DAG of `g`. guard: "auto" (CPU time where recorded, then
     the per-location cap), "cpu", "cap", "none". scale: (grain mask, k):
     those grains' own nodes weigh k times theirs. merge_below: tasks deeper
-    than this are merged into their ancestor at this depth. whole: keep the
+    than this are merged into their ancestor at this depth. inline: tasks
+    known to have run undeferred are merged into their creator (`merge`).
+    whole: keep the
     initial task's time before the first parallel region and after the last
     one (by default it weighs nothing: the replay times the parallel part,
     from the first region's start to the last one's end, as benchmarks time
@@ -129,9 +131,7 @@ def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None 
     times = node_arrays(nodes)
     del times["duration"]
     rep = Replay(w, src, dst, etype, task_first, own, times, report)
-    if merge_below is not None:
-        rep = merge(g, rep, merge_below)
-    return rep
+    return merge(g, rep, merge_below, inline_undeferred=inline)
 
 
 def _outside_regions(g) -> np.ndarray:
@@ -215,89 +215,102 @@ def location_mask(locations: pd.Series, location: str) -> np.ndarray:
     raise UsageError(f"--what-if {location}: no grain at that location (largest: {known})")
 
 
-def merge(g, rep: Replay, depth: int) -> Replay:
-    """Tasks deeper than `depth` merged into their ancestor at `depth` (their
-    root grain): the root weighs its own work plus theirs, their forks and
-    the root's joins weigh nothing (no creation, no synchronization)."""
-    if depth < 1:
+def merge(g, rep: Replay, depth: int | None, inline_undeferred: bool = True) -> Replay:
+    """Tasks run inside their creator, merged into it:
+
+    * tasks that ran undeferred whatever the thread count (always): the
+      descendants of a final task (included), and, in a trace whose teams
+      had more than one thread, every task flagged undeferred (`if(0)`). A
+      1-thread trace flags every task undeferred (libomp runs a team of one's
+      tasks at once), so there only the included ones are known;
+    * with `depth` (--merge-below): every task deeper than `depth`; their
+      forks and the joins of the tasks at `depth` then weigh nothing (an
+      inlined call has no creation and no synchronization).
+
+    A merged task's nodes' weights move onto the fork that created it (or
+    its merged ancestor), where it ran; edges to and from it go to that fork."""
+    if depth is not None and depth < 1:
         raise UsageError("--merge-below must be >= 1 (task depth: children of an implicit task are 1)")
-    root = _roots(g, depth)
     G = len(g.grains)
+    N = G + len(g.contexts)
+    parent = np.full(N, -1, np.int64)
+    parent[:G] = g.grains["parent"].to_numpy(np.int64)
+    parent[(parent < 0) | (parent >= N)] = -1
+    task = np.zeros(N, bool)
+    task[:G] = (g.grains["kind"] == "task").to_numpy(bool)
+    gdepth = np.zeros(N, np.int64)
+    gdepth[:G] = g.grains["depth"].to_numpy(np.int64)
+    inline = task & (parent >= 0) & _ran_inside(g, N, parent) if inline_undeferred else \
+        np.zeros(N, bool)
+    deep = task & (parent >= 0) & (gdepth > depth) if depth is not None else np.zeros(N, bool)
+    if not (inline | deep).any():
+        return rep
+    root, top = _roots(parent, inline | deep)
     nodes = g.nodes
     owner = nodes["owner"].to_numpy(np.int64)
-    gid = np.where((owner >= 0) & (owner < G), owner, -1)
-    node_root = np.where(gid >= 0, root[np.maximum(gid, 0)], -1)
-    gone = (gid >= 0) & (node_root != gid)
-    if not gone.any():
-        return rep
-    w = rep.w.copy()
-    moved = np.bincount(node_root[gone & rep.own], weights=w[gone & rep.own], minlength=G)
+    ok = (owner >= 0) & (owner < N)
+    oid = np.where(ok, owner, 0)
     child = nodes["child"].to_numpy(np.int64)
-    is_fork = np.asarray(is_one_of(nodes["type"], "fork"))
-    is_join = np.asarray(is_one_of(nodes["type"], "join"))
-    inlined_fork = is_fork & (child >= 0) & (child < G)
-    inlined_fork &= root[np.clip(child, 0, G - 1)] != np.clip(child, 0, G - 1)
-    depth_of = g.grains["depth"].to_numpy(np.int64)
-    root_join = is_join & (gid >= 0) & (depth_of[np.maximum(gid, 0)] == depth)
-    w[inlined_fork | root_join] = 0
-    first = _first_node_of(nodes, owner, G)
-    target = first[np.flatnonzero(moved)]
-    w[target] += np.rint(moved[moved > 0]).astype(np.int64)
-    return _drop(rep, w, gone, owner, node_root, first, _last_node_of(nodes, owner, G))
+    is_fork = np.asarray(is_one_of(nodes["type"], "fork")) & (child >= 0) & (child < N)
+    fork_of = np.full(N, -1, np.int64)
+    fork_of[child[is_fork]] = np.flatnonzero(is_fork)
+    gone = ok & (root[oid] != oid) & (fork_of[top[oid]] >= 0)   # (a fork lost: kept)
+    at = np.where(gone, fork_of[top[oid]], np.arange(len(owner)))
+    w = rep.w.copy()
+    if depth is not None:
+        free = is_fork & deep[np.clip(child, 0, N - 1)]
+        free |= np.asarray(is_one_of(nodes["type"], "join")) & ok & (gdepth[oid] == depth)
+        free |= gone & ~rep.own & deep[oid]         # the merged tasks' own forks and joins
+        w[free] = 0
+    moved = gone               # an undeferred task's runtime costs stay, in its creator
+    w += np.bincount(at[moved], weights=w[moved], minlength=len(w)).astype(np.int64)
+    own = rep.own.copy()
+    own[at[moved]] = True
+    label = {"inlined_tasks": int((inline & ~deep)[:G].sum()), "merged_tasks": int(deep[:G].sum())}
+    return _drop(rep, w, own, gone, at, label)
 
 
-def _roots(g, depth: int) -> np.ndarray:
-    """Per grain: itself, or its ancestor at `depth` when deeper (one pass
-    per level above it, not per grain)."""
-    gr = g.grains
-    G = len(gr)
-    d = gr["depth"].to_numpy(np.int64).copy()
-    parent = gr["parent"].to_numpy(np.int64)
-    task = (gr["kind"] == "task").to_numpy(bool)
-    root = np.arange(G)
+def _ran_inside(g, N, parent) -> np.ndarray:
+    """Per owner id: a task known to have run inside its creator (above)."""
+    flags = np.zeros(N, np.uint64)
+    flags[:len(g.grains)] = g.grains["flags"].to_numpy(np.uint64)
+    final = (flags & np.uint64(0x20000000)) != 0
+    out = (parent >= 0) & final[np.maximum(parent, 0)]
+    ctx = g.contexts
+    teams = int(ctx["team_size"].max()) if "team_size" in ctx.columns and len(ctx) else 1
+    if teams > 1:
+        out |= (flags & np.uint64(0x08000000)) != 0
+    return out
+
+
+def _roots(parent, merged):
+    """Per owner: the nearest ancestor (or itself) that is not merged (its
+    root), and the ancestor just below that root (itself when not merged);
+    one pass per level, not per owner."""
+    n = len(parent)
+    root = np.arange(n)
     while True:
-        up = task & (d > depth) & (parent[root] >= 0) & (parent[root] < G)
+        up = merged[root] & (parent[root] >= 0)
         if not up.any():
-            return root
+            break
         root[up] = parent[root[up]]
-        d[up] -= 1
+    top = np.arange(n)
+    while True:
+        up = (top != root) & (parent[top] != root)
+        if not up.any():
+            return root, top
+        top[up] = parent[top[up]]
 
 
-def _first_node_of(nodes, owner, G):
-    """The first node id of each grain's chain (nodes of an owner are consecutive)."""
-    ids = np.arange(len(owner))
-    first = np.full(G, -1, np.int64)
-    ok = (owner >= 0) & (owner < G)
-    order = ids[ok][::-1]          # the last write wins: the smallest id
-    first[owner[order]] = order
-    return first
-
-
-def _last_node_of(nodes, owner, G):
-    ids = np.arange(len(owner))
-    last = np.full(G, -1, np.int64)
-    ok = (owner >= 0) & (owner < G)
-    last[owner[ok]] = ids[ok]
-    return last
-
-
-def _drop(rep, w, gone, owner, node_root, first, last) -> Replay:
-    """The DAG without the merged nodes: an edge into one goes to its root's
-    first node, an edge out of one leaves from its root's last node; edges
-    within one root's subtree (its forks' creations, its children's
-    synchronizations, dependences among them) are dropped."""
-    n = len(w)
-    into = np.arange(n)
-    out_of = np.arange(n)
-    into[gone] = first[node_root[gone]]
-    out_of[gone] = last[node_root[gone]]
-    src, dst = out_of[rep.src], into[rep.dst]
-    inside = (gone[rep.src] | gone[rep.dst]) & (node_root[rep.src] == node_root[rep.dst])
-    keep_edge = (src != dst) & ~inside
+def _drop(rep, w, own, gone, at, label) -> Replay:
+    """The DAG without the merged nodes: edges to or from one go to the fork
+    it ran in; the ones that end where they start are dropped."""
+    src, dst = at[rep.src], at[rep.dst]
+    keep = src != dst
     new_id = np.cumsum(~gone) - 1
-    src, dst, etype = new_id[src[keep_edge]], new_id[dst[keep_edge]], rep.etype[keep_edge]
-    pair = pd.DataFrame({"s": src, "d": dst, "t": etype}).drop_duplicates(["s", "d"])
+    pair = pd.DataFrame({"s": new_id[src[keep]], "d": new_id[dst[keep]],
+                         "t": rep.etype[keep]}).drop_duplicates(["s", "d"])
     return Replay(w[~gone], pair["s"].to_numpy(np.int64), pair["d"].to_numpy(np.int64),
-                  pair["t"].to_numpy(np.int8), rep.task_first[~gone], rep.own[~gone],
+                  pair["t"].to_numpy(np.int8), rep.task_first[~gone], own[~gone],
                   {k: np.asarray(v)[~gone] for k, v in rep.times.items()},
-                  {**rep.guard, "merged_tasks": int(np.unique(owner[gone]).size)})
+                  {**rep.guard, **label})
