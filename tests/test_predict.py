@@ -398,3 +398,26 @@ def test_tasks_that_ran_in_their_creator_are_merged_into_it(record, threads, inl
     out = predict(rep, [1, 4], Costs())
     assert out["predicted_ns"][0] == rep.work
     assert max(-(-rep.work // 4), out["span_ns"]) <= out["predicted_ns"][1]
+
+
+def test_the_parallel_part_is_timed_unless_whole(record, cli):
+    """By default the initial task's time before its first region and after
+    its last one weighs nothing; --whole keeps it (read here from node times)."""
+    t = record("fib", 15, 6, threads=1)
+    g = t.graph()
+    whole, part = replay_graph(g, whole=True), replay_graph(g)
+    assert whole.work == int(g.nodes["duration"].sum())
+    n = g.nodes
+    initial = g.contexts.index[(g.contexts["kind"] == "initial").to_numpy()][0]
+    mine = (n["owner"] == initial).to_numpy()
+    region = (n["child"] >= len(g.grains)).to_numpy() & mine
+    end = (n["join_kind"] == "region_end").to_numpy() & mine
+    t0, t1 = n["start"][region].min(), n["end"][end].max()
+    outside = mine & ((n["end"] <= t0) | (n["start"] >= t1)).to_numpy()   # (joins there weigh 0)
+    assert outside.any()
+    assert part.work == whole.work - int(n["duration"][outside].sum())
+    r = cli("predict", "--json", "--whole", "--cores", "1", t.path)
+    assert json.loads(r.stdout)["work_ns"] == whole.work
+    r = cli("predict", "--json", "--region", "1", "--cores", "1,4", t.path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["predicted_ns"][0] <= part.work
