@@ -35,8 +35,8 @@ class Costs:
     queue, the push); lock: how long a steal or a push holds a deque's lock
     (steals from one deque, and the owner's pushes, are that far apart);
     deque_cap: tasks a core's deque holds before a new one runs at once on
-    its creator (libomp's throttling: 256; 0: no limit). Defaults:
-    docs/predict.md "Costs"."""
+    its creator (libomp's throttling: 256; 0: no limit). Defaults and
+    where each is paid: docs/predict.md, "The model"."""
     steal_ns: int = 1500
     defer_ns: int = 400
     lock_ns: int = 300
