@@ -358,6 +358,44 @@ class Analysis:
             exposed = ip.ideal_profile(g, self.interval)
         return {"exposed": exposed, "achieved": ip.achieved_profile(g)}
 
+    def predict(self, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
+                merge_below: int | None = None, costs=None, wti=None,
+                guard: str = "auto", whole: bool = False) -> dict:
+        """The grain graph replayed on each core count of `cores` (docs/predict.md):
+        predicted time and speed-up, the bounds work/P and span, the burdened
+        span (`grainlab predict --json`). what_if: "LOCATION=k", that
+        location's grains k times their time; merge_below: tasks deeper than
+        this merged into their ancestor at that depth; either gives a second
+        replay under "what_if". costs: grainlab.metrics.predict.Costs; wti: a
+        work-time-inflation factor, or callable(P) -> factor; guard: "auto" |
+        "cpu" | "cap" | "none" (inflated grains); whole: replay the serial
+        code before the first parallel region and after the last one too
+        (by default the parallel part is timed, as benchmarks time kernels)."""
+        from ..metrics.predict import predict
+        from ..metrics.replay_graph import location_mask, replay_graph
+        g = self.graph
+        cores = list(cores)
+        self._progress(f"replaying the grain graph on {', '.join(map(str, cores))} cores")
+        out = {"trace": str(self.path), "program": self.run["program"],
+               **predict(replay_graph(g, guard=guard, whole=whole), cores, costs, wti)}
+        if what_if is None and merge_below is None:
+            return jsonable(out)
+        scale, change = None, []
+        if what_if is not None:
+            location, k = _what_if(what_if)
+            mask = location_mask(self.locations, location)
+            scale = (mask, k)
+            change.append(f"{int(mask.sum())} grains at {location} x{k:g}")
+        if merge_below is not None:
+            change.append(f"tasks deeper than {merge_below} merged into their root grain")
+        rep = replay_graph(g, guard=guard, scale=scale, merge_below=merge_below, whole=whole)
+        alt = predict(rep, cores, costs, wti)
+        alt["change"] = "; ".join(change)
+        alt["speedup_vs_baseline"] = [out["work_ns"] / max(t, 1) for t in alt["predicted_ns"]]
+        alt["gain"] = [a / max(b, 1) for a, b in zip(out["predicted_ns"], alt["predicted_ns"])]
+        out["what_if"] = alt
+        return jsonable(out)
+
     def compare(self, other, *, threshold: float | None = None) -> "Comparison":
         """Work deviation of this run against `other`, the reference run
         (an Analysis, Trace or path; usually 1 thread), per grain and per location."""
@@ -530,6 +568,19 @@ def top_locations(gr, locations, found, th, top) -> list:
              "work_percent": 100.0 * float(r["work_ns"]) / total,
              "problem_percent": {f: 100.0 * float(r[f]) for f in flags}}
             for code, r in by.iterrows()]
+
+
+def _what_if(text: str) -> tuple[str, float]:
+    """"fib.c:28=0.5" -> ("fib.c:28", 0.5)."""
+    from ..errors import UsageError
+    location, _, k = str(text).rpartition("=")
+    try:
+        factor = float(k)
+    except ValueError:
+        factor = -1.0
+    if not location.strip() or not math.isfinite(factor) or factor < 0:
+        raise UsageError(f"--what-if {text}: give LOCATION=k with k >= 0, e.g. fib.c:28=0.5")
+    return location.strip(), factor
 
 
 def critical_grains(g, locations, path, top) -> list:

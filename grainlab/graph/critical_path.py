@@ -83,6 +83,21 @@ def longest_path(duration, start, end, is_join, released, src, dst):
     return np.asarray(path[::-1], dtype=np.int64), span, finish, how
 
 
+def span_in_order(order, w, src, dst) -> int:
+    """The longest node-weighted path's length, given a topological `order`
+    (as `topological_order` returns it): for callers that weigh one graph
+    several ways (grainlab.metrics.predict's span and burdened spans)."""
+    if len(w) == 0:
+        return 0
+    w = np.ascontiguousarray(w, dtype=np.int64)
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    kernel = _native_kernel()
+    finish, _ = (_native_longest(kernel, order, w, src, dst) if kernel is not None
+                 else _dijkstra_longest(order, w, src, dst))
+    return int(finish.max())
+
+
 _KERNEL = None      # the loaded kernel; False: none to load
 
 

@@ -1,0 +1,55 @@
+"""The figure of `grainlab predict` (docs/predict.md): predicted speed-up
+against cores, between its bounds, as Cilkscale plots it.
+
+    import grainlab as gl
+    from grainlab.app.predict_figure import prediction_figure
+    fig = prediction_figure(gl.analyze("one.parquet").predict([1, 2, 4, 8, 16, 32]))
+    fig.write_html("predict.html")
+
+It only draws what `Analysis.predict` computed.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+PREDICTED = "#08519c"
+WHAT_IF = "#e6550d"
+BOUND = "#9e9e9e"
+
+
+def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
+    """Speed-up vs cores: the prediction, the range its bounds allow (work/P
+    and span above, Brent's bound with the costs below), the linear speed-up,
+    the parallelism (work/span) and burdened parallelism, and the what-if
+    replay when there is one."""
+    P = np.asarray(pred["cores"], np.float64)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=P, y=pred["speedup_upper"], mode="lines", line=dict(width=0),
+                             showlegend=False, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=P, y=pred["speedup_lower"], mode="lines", line=dict(width=0),
+                             fill="tonexty", fillcolor="rgba(158,202,225,0.35)",
+                             name="bounds: max(work/P, span) .. Brent with costs"))
+    fig.add_trace(go.Scatter(x=P, y=P, mode="lines", name="linear (work/P)",
+                             line=dict(color=BOUND, dash="dot")))
+    for value, name, dash in ((pred["parallelism"], "parallelism (work/span)", "dash"),
+                              (pred["burdened_parallelism"], "burdened parallelism", "dashdot")):
+        fig.add_trace(go.Scatter(x=[P.min(), P.max()], y=[value, value], mode="lines",
+                                 name=f"{name} {value:.1f}", line=dict(color=BOUND, dash=dash)))
+    fig.add_trace(go.Scatter(x=P, y=pred["speedup"], mode="lines+markers", name="predicted",
+                             line=dict(color=PREDICTED, width=3)))
+    alt = pred.get("what_if")
+    if alt:
+        fig.add_trace(go.Scatter(x=P, y=alt["speedup_vs_baseline"], mode="lines+markers",
+                                 name=f"what-if: {alt['change']}",
+                                 line=dict(color=WHAT_IF, width=2, dash="dash")))
+    top = max(float(P.max()), float(np.max(pred["speedup_upper"])))
+    fig.update_layout(
+        title=title or f"Predicted speed-up: {pred.get('program') or pred.get('trace', '')}",
+        plot_bgcolor="white", margin=dict(l=60, r=10, t=50, b=40),
+        xaxis=dict(title="cores", type="log", tickvals=P, ticktext=[str(int(p)) for p in P],
+                   gridcolor="#eeeeee"),
+        yaxis=dict(title="speed-up over 1 core", type="log", range=[np.log10(0.5),
+                   np.log10(top * 1.3)], gridcolor="#eeeeee"),
+        legend=dict(orientation="h", y=-0.18))
+    return fig
