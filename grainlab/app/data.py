@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import problems as P
+from ..export.drawing import GrainLayout
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
 
@@ -24,7 +25,9 @@ class AppData:
         step("laying out the grain graph")
         self.n_grains = len(g.grains)
         self.grains = a.grains
-        x = layout.grain_columns(g, layout.creation_times(g))["x"].to_numpy(np.int64)
+        created = layout.creation_times(g)
+        x = layout.grain_columns(g, created)["x"].to_numpy(np.int64)
+        self.grain_layout = GrainLayout(g, key=created)
         self.n_total = len(x)
         seg = layout.segments(g, x)
         self.origin = int(seg["start"].min()) if len(seg) else 0

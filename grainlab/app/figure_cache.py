@@ -7,6 +7,7 @@ from collections import OrderedDict
 
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 from .figures import classes, segment_figure
+from .graph_figure import dag_figure
 
 KEEP = 32
 
@@ -22,9 +23,12 @@ class FigureCache:
         "threads" view in `state`; on the graph, the selected grain marked."""
         problem, threshold = state["problem"], state["threshold"]
         zoom = state["zoom"] if which == "graph" else state["tzoom"]
+        if which == "graph" and state.get("layout", "dag") == "dag":
+            which, zoom = "dag", None
         key = (which, problem, threshold,
                state.get("location") if problem == LOCATION_VIEW else None,
-               tuple(zoom) if zoom else None)
+               tuple(zoom) if zoom else None, tuple(state.get("expand") or ()),
+               tuple(state.get("reduce") or ()))
         with self._lock:
             found = self._figures.get(key)
             if found is not None:
@@ -37,16 +41,38 @@ class FigureCache:
                 self._figures[key] = found
                 while len(self._figures) > KEEP:
                     self._figures.popitem(last=False)
-        fig, level, count = found
+        fig, level, count, drawing = found
         gid = state.get("grain")
         if gid is not None and which == "graph":
             fig = _with_selection(fig, self.data, gid)
+        elif gid is not None and which == "dag":
+            fig = _with_dag_selection(fig, drawing, gid)
         return fig, level, count
+
+    def drawing(self, state: dict):
+        """The laid-out grain graph of a state (DAG or wall time)."""
+        data = self.data
+        problem = state["problem"]
+        sev = None
+        if problem != NO_PROBLEM:
+            sev, _ = data.severity(problem, state["threshold"], state.get("location"))
+        red = set(state.get("reduce") or ())
+        return data.grain_layout.draw(
+            mode=state.get("layout", "dag"), expand=state.get("expand") or (),
+            fragments="fragments" in red, forks="forks" in red,
+            bookkeeping="bookkeeping" in red, severity=sev)
 
     def _draw(self, state: dict, which: str, zoom):
         data, problem = self.data, state["problem"]
         sev, count = data.severity(problem, state["threshold"], state.get("location"))
         cls = classes(data.n_grains, data.n_total, sev, show_all=(problem == NO_PROBLEM))
+        if which == "dag":
+            d = self.drawing(state)
+            fig = dag_figure(d, hover=data.hover)
+            c = d.counts()
+            level = (f"{len(d.items)} elements ({c.get('summary', 0)} collapsed subtrees, "
+                     "click one to expand)" if c.get("summary") else f"{len(d.items)} elements")
+            return fig.to_dict(), level, count, d
         if which == "graph":
             fig, level = segment_figure(
                 data.segments, "x", cls, data.critical, vertical=True, window=zoom,
@@ -61,7 +87,21 @@ class FigureCache:
                 pos_title="thread")
             fig.update_yaxes(tickvals=list(data.thread_rows.values()),
                              ticktext=[f"thread {t}" for t in data.thread_rows])
-        return fig.to_dict(), level, count
+        return fig.to_dict(), level, count, None
+
+
+def _with_dag_selection(fig: dict, d, gid: int) -> dict:
+    it = d.items
+    own = it[it["grain"].to_numpy() == gid]
+    if not len(own):
+        return fig
+    marker = {"type": "scattergl", "x": [float(own["x"].iloc[0]) - 0.6],
+              "y": [float(own["y0"].min()) / 1e6], "mode": "markers",
+              "marker": {"symbol": "star", "size": 16, "color": "#08519c",
+                         "line": {"color": "white", "width": 1}},
+              "name": f"selected #{gid}", "hoverinfo": "skip", "customdata": [gid],
+              "meta": "selected"}
+    return {**fig, "data": [*fig["data"], marker]}
 
 
 def _with_selection(fig: dict, data: AppData, gid: int) -> dict:
