@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..export.drawing import (CRITICAL, EDGE_COLORS, KIND_COLORS, SEVERITY_COLORS, Drawing,
-                              item_fill)
+from ..export.drawing import (CRITICAL, EDGE_COLORS, KIND_COLORS, SEVERITY_COLORS,
+                              SUMMARY_BORDER, Drawing, item_fill)
 
 MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
+SUMMARY_LABELS = 40      # summaries labelled only when this few (hover says the rest)
 SHAPES = {"fork": "triangle-down", "join": "circle", "bookkeeping": "square"}
 KIND_NAMES = {"fragment": "fragment", "chunk": "chunk", "summary": "collapsed subtree (click)"}
 
@@ -49,14 +50,28 @@ def dag_figure(d: Drawing, hover=None, title="") -> go.Figure:
         fig.add_trace(go.Scattergl(x=px, y=py, mode="lines", name="critical path",
                                    meta="critical", hoverinfo="skip", customdata=cd,
                                    line=dict(color=CRITICAL, width=bar + 4)))
+    m = kind == "summary"
+    if m.any():          # a collapsed subtree: a purple border around its fill
+        px, py, _ = _segments(x[m], y0[m] / MS, y1[m] / MS, np.zeros(m.sum()))
+        fig.add_trace(go.Scattergl(x=px, y=py, mode="lines", hoverinfo="skip",
+                                   name="collapsed subtree", meta="summary-border",
+                                   showlegend=False,
+                                   line=dict(color=SUMMARY_BORDER, width=bar + 8)))
     _add_rects(fig, d, rect, x, y0, y1, bar, hover)
+    if m.any():          # and a handle in its middle to click (hover picks points)
+        tok = it["token"].to_numpy(dtype=object)[m]
+        fig.add_trace(go.Scattergl(
+            x=x[m], y=(y0[m] + y1[m]) / 2 / MS, mode="markers", meta="summary-handle",
+            customdata=tok.tolist(), name="collapsed subtree: click to expand",
+            text=_hover(it, m, "summary", None)[0::3], hovertemplate="%{text}<extra></extra>",
+            marker=dict(symbol="square", size=float(np.clip(bar + 4, 8, 16)),
+                        color="white", line=dict(color=SUMMARY_BORDER, width=2))))
     _add_shapes(fig, it, kind, crit, x, y0, y1, bar)
     _add_labels(fig, it, kind, x, y0, y1)
     what = "DAG time: each node starts where its predecessors end" if d.mode == "dag" \
         else "wall-clock time"
     fig.update_layout(
-        title=dict(text=title or f"Grain graph ({what}); columns: the task tree in "
-                   "pre-order, children right of their parent", font=dict(size=14)),
+        title=dict(text=title or f"Grain graph ({what})", font=dict(size=14)),
         margin=dict(l=60, r=10, t=40, b=10),
         uirevision=f"dag-{d.mode}", legend=dict(font=dict(size=11)),
         plot_bgcolor="white", clickmode="event", dragmode="zoom")
@@ -157,6 +172,8 @@ def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
 def _add_labels(fig, it, kind, x, y0, y1):
     lab = it["label"].to_numpy(dtype=object)
     m = np.isin(kind, ["chunk", "summary"]) & (lab != "") & ~np.equal(lab, None)
+    if (kind[m] == "summary").sum() > SUMMARY_LABELS:      # they would overlap
+        m &= kind != "summary"
     if not m.any() or m.sum() > LABEL_LIMIT:
         return
     fig.add_trace(go.Scatter(x=x[m] + 0.35, y=(y0[m] + y1[m]) / 2 / MS, mode="text",

@@ -35,8 +35,8 @@ from ..graph.model import NODE_TYPES
 from ..graph.reduce import group_codes
 from .tree import tree
 
-OWNER_BUDGET = 1_500       # owners (grains + contexts) shown before collapsing deeper levels
-NODE_BUDGET = 12_000       # nodes shown before collapsing deeper levels
+OWNER_BUDGET = 400       # owners (grains + contexts) shown before collapsing deeper levels
+NODE_BUDGET = 5_000       # nodes shown before collapsing deeper levels
 SIBLING_PAGE = 200         # children of an expanded node shown per page
 ITEM_KINDS = [*NODE_TYPES, "summary"]
 
@@ -47,6 +47,7 @@ ITEM_KINDS = [*NODE_TYPES, "summary"]
 CRITICAL = "#e31a1c"
 KIND_COLORS = {"fork": "#2ca02c", "join": "#ff7f0e", "bookkeeping": "#17becf",
                "chunk": "#31a354", "fragment": "#9ecae1", "summary": "#cbc9e2"}
+SUMMARY_BORDER = "#6a51a3"
 EDGE_COLORS = {"creation": "#2ca02c", "synchronization": "#ff7f0e",
                "continuation": "#222222", "dependence": "#7f7f7f"}
 SEVERITY_COLORS = ["#fdd0a2", "#fdae6b", "#f16913", "#a63603", "#54278f"]
@@ -105,7 +106,7 @@ class GrainLayout:
         self.node_critical = nodes["on_critical_path"].to_numpy(bool)
         e = g.edges
         self.e_src, self.e_dst = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
-        self.e_type = e["type"].astype(str).to_numpy()
+        self.e_type = _codes_and_names(e["type"])
         self.e_critical = e["on_critical_path"].to_numpy(bool)
         self.nodes_per_owner = np.bincount(self.col, minlength=M)
         self.owner_extent = {m: _owner_extent(self.col, *self.y[m], M) for m in self.y}
@@ -143,7 +144,7 @@ class GrainLayout:
             ids = np.flatnonzero(cand)
             starts.append(t.pos[ids])
             ends.append(t.pos[ids] + t.size[ids])
-            toks.append(np.char.add("c", ids.astype(str)))
+            toks.append(ids)                       # "c<id>": the subtree of <id>
             # children of expanded nodes below the cut: a page at a time
             par = t.parent
             deep = (par >= 0) & (t.depth > depth)
@@ -153,10 +154,10 @@ class GrainLayout:
             p = par[ids]
             starts.append(t.pos[ids])
             ends.append(t.pos[p] + t.size[p])
-            toks.append(np.char.add("m", p.astype(str)))
+            toks.append(-1 - p)                    # "m<id>": more children of <id>
         a = np.concatenate(starts) if starts else np.zeros(0, np.int64)
         b = np.concatenate(ends) if ends else np.zeros(0, np.int64)
-        tok = np.concatenate(toks) if toks else np.zeros(0, str)
+        tok = np.concatenate(toks) if toks else np.zeros(0, np.int64)
         # a page of siblings that starts at a collapsed child: the page wins
         order = np.lexsort((-b, a))
         first = np.r_[True, a[order][1:] != a[order][:-1]] if len(a) else np.zeros(0, bool)
@@ -170,6 +171,9 @@ class GrainLayout:
         # twice at its start); the interval of its own is covered once
         order = np.argsort(a[top], kind="stable")
         a, b, tok = a[top][order], b[top][order], tok[top][order]
+        tok = np.where(tok >= 0, np.char.add("c", tok.astype(str)),
+                       np.char.add("m", (-1 - tok).astype(str))) if len(tok) \
+            else np.zeros(0, str)
         shown = cov == 0                       # by position
         return a, b, tok, shown[t.pos]
 
@@ -257,10 +261,13 @@ class GrainLayout:
     def _edges(self, item_of) -> pd.DataFrame:
         s, d = item_of[self.e_src], item_of[self.e_dst]
         keep = (s != d) & (s >= 0) & (d >= 0)
-        e = pd.DataFrame({"src": s[keep], "dst": d[keep], "type": self.e_type[keep],
+        codes, names = self.e_type
+        e = pd.DataFrame({"src": s[keep], "dst": d[keep], "type": codes[keep],
                           "critical": self.e_critical[keep]})
-        return e.groupby(["src", "dst", "type"], sort=True).agg(
+        e = e.groupby(["src", "dst", "type"], sort=True).agg(
             critical=("critical", "any"), count=("critical", "size")).reset_index()
+        e["type"] = names[e["type"].to_numpy()]
+        return e
 
 
 def _window(items: pd.DataFrame, G: int) -> tuple:
@@ -275,6 +282,12 @@ def _window(items: pd.DataFrame, G: int) -> tuple:
     lo, hi = (y0[m].min(), y1[m].max()) if m.any() else (y0.min(), y1.max())
     pad = max(hi - lo, 1.0) * 0.04
     return (max(lo - pad, float(y0.min())), min(hi + pad, float(y1.max())))
+
+
+def _codes_and_names(col):
+    """(integer codes, names) of a categorical or string column."""
+    codes, names = pd.factorize(col, sort=False)
+    return codes, np.asarray(names.astype(str), dtype=object)
 
 
 def _type_codes(col) -> np.ndarray:
@@ -319,9 +332,15 @@ def _chunk_labels(gr) -> np.ndarray:
         return np.full(len(gr), "", dtype=object)
     first = gr["first_iteration"].to_numpy(np.int64)
     n = gr["iterations"].to_numpy(np.int64)
-    lab = pd.Series(first).astype(str) + "-" + pd.Series(first + n - 1).astype(str)
-    return np.where((gr["kind"].astype(str).to_numpy() == "chunk") & (n > 0),
-                    lab.to_numpy(dtype=object), "")
+    lab = pd.Series(first).astype(str) + "-" + pd.Series(first + n - 1).astype(str) \
+        if (first >= 0).any() else pd.Series(np.full(len(gr), "", dtype=object))
+    chunk = gr["kind"].to_numpy() == "chunk" if not isinstance(
+        gr["kind"].dtype, pd.CategoricalDtype) else \
+        (gr["kind"].cat.codes.to_numpy() == list(gr["kind"].cat.categories).index("chunk")
+         if "chunk" in gr["kind"].cat.categories else np.zeros(len(gr), bool))
+    out = np.full(len(gr), "", dtype=object)
+    out[chunk & (n > 0)] = lab.to_numpy(dtype=object)[chunk & (n > 0)]
+    return out
 
 
 def _parse_tokens(expand, M):

@@ -130,7 +130,8 @@ def _rect(it, i, kind, crit, fill, cx, y0, y1) -> str:
     sw = 2 if crit or kind == "chunk" else 0.5
     gid = int(it["grain"].iat[i])
     attrs = f' data-grain="{gid}"' if kind in ("fragment", "chunk") else \
-        f' data-token="{html.escape(str(it["token"].iat[i]))}"'
+        (f' data-token="{html.escape(str(it["token"].iat[i]))}"'
+         f' data-grains="{int(it["n_grains"].iat[i])}"')
     dash = ' stroke-dasharray="3,2"' if kind == "summary" else ""
     w = BAR + (6 if kind == "summary" else 0)
     out = (f'<rect class="{cls}"{attrs} x="{cx - w / 2:.1f}" y="{y0:.1f}" width="{w}" '
