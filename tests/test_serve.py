@@ -125,6 +125,9 @@ def text(d, css):
 
 
 def open_page(d, url):
+    """The grain graph view of `url` (the page lands on the summary)."""
+    if "view=" not in url:
+        url += ("&" if "?" in url else "?") + "view=graph"
     d.get(url)
     wait_for(lambda: text(d, "#problem-count").strip(), what="the grain graph")
     wait_for(lambda: d.find_elements("css selector", "#graph-fig .main-svg"), what="plot")
@@ -154,7 +157,8 @@ def test_every_view_renders(browser, server):
     d = browser
     open_page(d, server.url)
     shot(d, "graph")
-    for view, css in (("locations", "#loc-table"), ("parallelism", "#parallelism-fig .main-svg"),
+    for view, css in (("summary", "#summary-problems"), ("locations", "#loc-table"),
+                      ("parallelism", "#parallelism-fig .main-svg"),
                       ("threads", "#threads-fig .main-svg")):
         d.get(server.url + f"?view={view}")
         el = wait_for(lambda css=css: [e for e in d.find_elements("css selector", css)
@@ -256,8 +260,9 @@ def test_url_reproduces_the_state(browser, server):
         "const L = document.querySelector('#graph-fig .js-plotly-plot')._fullLayout;"
         "return L.xaxis.range[1] <= 20.5 && L.xaxis.range[0] >= -0.5;"), what="zoomed axes")
     # A malformed link falls back to defaults instead of breaking the page.
-    open_page(d, server.url + "?view=nope&grain=abc&threshold=zz&zoom=1,2")
-    assert d.find_element("id", "pane-graph").is_displayed()
+    d.get(server.url + "?view=nope&grain=abc&threshold=zz&zoom=1,2")
+    wait_for(lambda: d.find_element("id", "pane-summary").is_displayed(), what="the default view")
+    assert d.find_element("id", "threshold").get_attribute("value") == "1"
 
 
 def test_compare_view(browser, record, tmp_path):
@@ -475,3 +480,55 @@ def test_collapse_and_expand_round_trip(browser, tmp_path):
                  what="the first view again")
     finally:
         s.stop()
+
+
+def test_summary_lands_and_links_into_the_views(browser, server, fib_trace):
+    d = browser
+    d.get(server.url)
+    wait_for(lambda: d.find_element("id", "pane-summary").is_displayed(), what="the summary")
+    want = analyze_json(fib_trace.path)["problems"]
+    rows = d.find_elements("css selector", "#summary-problems tr")
+    shown = {}
+    for r in rows[1:]:
+        cells = [c.text for c in r.find_elements("css selector", "td")]
+        if len(cells) >= 3 and cells[2].isdigit():
+            shown[cells[0]] = int(cells[2])
+    from grainlab.app.state import PROBLEM_LABELS
+    for name, p in want.items():
+        if p["available"]:
+            assert shown[PROBLEM_LABELS.get(name, name)] == p["grains"], name
+    shot(d, "summary")
+    link = d.find_element("css selector", "#summary-problems a.problem-link")
+    label = link.text
+    link.click()
+    wait_for(lambda: d.find_element("id", "pane-graph").is_displayed(), what="the graph view")
+    wait_for(lambda: label in text(d, "#problem"), what="the problem picked")
+    assert "view=graph" in d.current_url
+
+
+def test_parallelism_panels_and_threads_gantt(browser, server, fib_trace):
+    d = browser
+    d.get(server.url + "?view=parallelism")
+    wait_for(lambda: d.find_elements("css selector", "#parallelism-fig .main-svg"), what="plot")
+    info = wait_for(lambda: d.execute_script("""
+        const gd = document.querySelector('#parallelism-fig .js-plotly-plot');
+        if (!gd || !gd._fullLayout.yaxis2) return null;
+        return [gd.data.map(t => [t.name, t.xaxis || 'x', t.yaxis || 'y']),
+                gd._fullLayout.yaxis.type, gd._fullLayout.yaxis2.range];"""), what="two panels")
+    traces, ytype, range2 = info
+    axes = {name.split(" ")[0]: (x, y) for name, x, y in traces}
+    # exposed and achieved on their own time axes; the cores line beside achieved
+    assert axes["exposed"] != axes["achieved"] and axes["cores"] == axes["achieved"]
+    cores = analyze_json(fib_trace.path)["cores_used"]
+    assert ytype == "linear" and range2[1] > cores
+    d.find_element("css selector", "#parallelism-scale input[value=log]").click()
+    wait_for(lambda: d.execute_script(
+        "return document.querySelector('#parallelism-fig .js-plotly-plot')"
+        "._fullLayout.yaxis.type") == "log", what="log scale")
+    shot(d, "parallelism")
+    d.get(server.url + "?view=threads")
+    names = wait_for(lambda: d.execute_script(
+        "const gd = document.querySelector('#threads-fig .js-plotly-plot');"
+        "return gd && gd.data && gd.data.map(t => t.name);"), what="the Gantt chart")
+    assert any(n.startswith("idle") for n in names) and any(n.startswith("runtime") for n in names)
+    shot(d, "threads")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+import numpy as np
+
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
-from .figures import classes, segment_figure
+from .figures import classes, gantt_under, segment_figure
 from .graph_figure import dag_figure
 
 KEEP = 32
@@ -49,30 +51,35 @@ class FigureCache:
             fig = _with_dag_selection(fig, drawing, gid)
         return fig, level, count
 
-    def drawing(self, state: dict):
-        """The laid-out grain graph of a state (DAG or wall time)."""
+    def drawing(self, state: dict, sev=None):
+        """The laid-out grain graph of a state (DAG or wall time), coloured by
+        `sev`: the layout is kept per (placement, expansions, reductions), so
+        a new problem or threshold only recolours it."""
         data = self.data
-        problem = state["problem"]
-        sev = None
-        if problem != NO_PROBLEM:
-            sev, _ = data.severity(problem, state["threshold"], state.get("location"))
-        red = set(state.get("reduce") or ())
-        return data.grain_layout.draw(
-            mode=state.get("layout", "dag"), expand=state.get("expand") or (),
-            fragments="fragments" in red, forks="forks" in red,
-            bookkeeping="bookkeeping" in red, severity=sev)
+        red = tuple(r for r in ("fragments", "forks", "bookkeeping")
+                    if r in (state.get("reduce") or ()))
+        mode, expand = state.get("layout", "dag"), tuple(state.get("expand") or ())
+        key = ("layout", mode, expand, red)
+        with self._lock:
+            d = self._figures.get(key)
+        if d is None:
+            d = data.grain_layout.draw(mode=mode, expand=expand, fragments="fragments" in red,
+                                       forks="forks" in red, bookkeeping="bookkeeping" in red)
+            with self._lock:
+                self._figures[key] = d
+        return data.grain_layout.colour(d, sev)
 
     def _draw(self, state: dict, which: str, zoom):
         data, problem = self.data, state["problem"]
         sev, count = data.severity(problem, state["threshold"], state.get("location"))
         cls = classes(data.n_grains, data.n_total, sev, show_all=(problem == NO_PROBLEM))
         if which == "dag":
-            d = self.drawing(state)
+            d = self.drawing(state, None if problem == NO_PROBLEM else sev)
             fig = dag_figure(d, hover=data.hover)
             c = d.counts()
             level = (f"{len(d.items)} elements ({c.get('summary', 0)} collapsed subtrees, "
                      "click one to expand)" if c.get("summary") else f"{len(d.items)} elements")
-            return fig.to_dict(), level, count, d
+            return fig, level, count, d
         if which == "graph":
             fig, level = segment_figure(
                 data.segments, "x", cls, data.critical, vertical=True, window=zoom,
@@ -81,9 +88,15 @@ class FigureCache:
                 pos_title="task tree (pre-order: a task's children to its right)")
         else:
             seg = data.segments[data.segments["row"] >= 0]
+            width = float(np.clip(420 / max(len(data.thread_rows), 1), 6, 40))
+            ts = data.thread_span
+            under = gantt_under(ts.index.to_numpy(np.float64), ts["start"].to_numpy(np.float64),
+                                ts["end"].to_numpy(np.float64), data.overhead, width, zoom)
             fig, level = segment_figure(
                 seg, "row", cls, data.critical, vertical=False, window=zoom,
-                hover_labels=data.hover, title="Threads: grains as they ran",
+                hover_labels=data.hover, width=width, under=under,
+                title="Threads (Gantt): grains as they ran, coloured as on the graph; "
+                      "dark: the runtime's time, pink: idle. Drag to zoom to a grain.",
                 pos_title="thread")
             fig.update_yaxes(tickvals=list(data.thread_rows.values()),
                              ticktext=[f"thread {t}" for t in data.thread_rows])

@@ -72,7 +72,7 @@ def _header(data: AppData):
 def _controls(data: AppData):
     views = VIEWS + ([("compare", "Compare")] if data.comparison is not None else [])
     return html.Div(className="controls", children=[
-        dcc.Tabs(id="view", value="graph", children=[dcc.Tab(label=lab, value=v)
+        dcc.Tabs(id="view", value="summary", children=[dcc.Tab(label=lab, value=v)
                                                       for v, lab in views]),
         html.Div(className="row", children=[
             html.Label("Problem "),

@@ -13,7 +13,7 @@ from dash.exceptions import PreventUpdate
 
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 
-VIEWS = [("graph", "Grain graph"), ("locations", "Source locations"),
+VIEWS = [("summary", "Summary"), ("graph", "Grain graph"), ("locations", "Source locations"),
          ("parallelism", "Parallelism"), ("threads", "Threads")]
 PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load balance",
                   "work_deviation": "Work deviation", "instantaneous_parallelism":
@@ -21,7 +21,7 @@ PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load 
                   "memory_hierarchy_utilization": "Memory-hierarchy utilization",
                   "preempted": "Preempted (wall / CPU time)",
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
-DEFAULT = {"view": "graph", "problem": "parallel_benefit", "threshold": None, "grain": None,
+DEFAULT = {"view": "summary", "problem": "parallel_benefit", "threshold": None, "grain": None,
            "location": None, "zoom": None, "tzoom": None, "layout": "dag", "expand": None,
            "reduce": None}
 LAYOUTS = ("dag", "wall")          # grain graph: DAG time (thesis) or wall-clock placement

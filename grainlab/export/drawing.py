@@ -190,7 +190,7 @@ class GrainLayout:
         codes = group_codes(self.typ[idx], self.owner[idx], fragments, forks, bookkeeping) \
             if (fragments or forks or bookkeeping) else np.arange(len(idx))
         items = self._items(mode, idx, codes, col_of)
-        summ = self._summaries(mode, a, b, tok, col_of, severity)
+        summ = self._summaries(mode, a, b, tok, col_of)
         K = len(items)
         item_of = np.full(self.n_nodes, -1, np.int64)
         item_of[idx] = codes
@@ -199,14 +199,28 @@ class GrainLayout:
             p = self.tree.pos[self.col[hidden]]
             item_of[hidden] = K + np.searchsorted(a, p, side="right") - 1
         items = pd.concat([items, summ], ignore_index=True)
-        items["sev"] = _item_severity(items, severity, self.n_grains)
-        if severity is not None and len(a):
-            items.loc[K:, "sev"] = self._worst(severity, a, b)
         edges = self._edges(item_of)
-        return Drawing(items=items, edges=edges, mode=mode,
-                       n_columns=int(col_of.max()) + 1 if len(col_of) else 0,
-                       n_grains=self.n_grains, collapsed_depth=depth,
-                       window=_window(items, self.n_grains))
+        d = Drawing(items=items, edges=edges, mode=mode,
+                    n_columns=int(col_of.max()) + 1 if len(col_of) else 0,
+                    n_grains=self.n_grains, collapsed_depth=depth,
+                    window=_window(items, self.n_grains))
+        return self.colour(d, severity)
+
+    def colour(self, d: Drawing, severity) -> Drawing:
+        """The drawing with every element's severity (`sev`) for a problem:
+        the grain's for its fragments and chunks, the worst of its grains'
+        for a summary. A new threshold recolours a laid-out drawing."""
+        items = d.items.copy()
+        items["sev"] = _item_severity(items, severity, self.n_grains)
+        summ = np.flatnonzero(items["kind"].to_numpy() == "summary")
+        if severity is not None and len(summ):
+            a = items["pos0"].to_numpy()[summ].astype(np.int64)
+            b = items["pos1"].to_numpy()[summ].astype(np.int64)
+            sev = items["sev"].to_numpy().copy()
+            sev[summ] = self._worst(severity, a, b)
+            items["sev"] = sev
+        return Drawing(items=items, edges=d.edges, mode=d.mode, n_columns=d.n_columns,
+                       n_grains=d.n_grains, collapsed_depth=d.collapsed_depth, window=d.window)
 
     def _worst(self, severity, a, b) -> np.ndarray:
         """Worst severity among the grains of each interval [a, b)."""
@@ -235,7 +249,7 @@ class GrainLayout:
         it["label"] = lab
         return it
 
-    def _summaries(self, mode, a, b, tok, col_of, severity) -> pd.DataFrame:
+    def _summaries(self, mode, a, b, tok, col_of) -> pd.DataFrame:
         lo, hi = self.owner_extent[mode]
         bp = self.by_pos
         n = len(a)
