@@ -16,6 +16,7 @@ from ..export.drawing import (CRITICAL, EDGE_COLORS, KIND_COLORS, SEVERITY_COLOR
 
 MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
+SVG_LIMIT = 8_000        # elements + edges drawn as SVG rather than WebGL traces
 SUMMARY_LABELS = 40      # summaries labelled only when this few (hover says the rest)
 SHAPES = {"fork": "triangle-down", "join": "circle", "bookkeeping": "square"}
 KIND_NAMES = {"fragment": "fragment", "chunk": "chunk", "summary": "collapsed subtree (click)"}
@@ -80,6 +81,12 @@ def dag_figure(d: Drawing, hover=None, title="") -> dict:
                    range=[-1, max(d.n_columns, 1)]),
         yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time (ms)"),
                    gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False))
+    if len(it) + len(d.edges) <= SVG_LIMIT:
+        # SVG traces: faster than WebGL to start for a few thousand elements
+        # (no GL context per trace; headless browsers have no GPU)
+        for tr in fig:
+            if tr["type"] == "scattergl":
+                tr["type"] = "scatter"
     return {"data": fig, "layout": layout}
 
 
