@@ -255,7 +255,7 @@ def test_url_reproduces_the_state(browser, server):
     assert d.find_element("id", "threshold").get_attribute("value") == "1.2"
     assert "Load balance" in text(d, "#problem")
     # and a zoom (of the wall-clock placement)
-    d.get(server.url + "?layout=wall&zoom=0,20,0,0.5")
+    d.get(server.url + "?view=graph&layout=wall&zoom=0,20,0,0.5")
     wait_for(lambda: d.execute_script(
         "const L = document.querySelector('#graph-fig .js-plotly-plot')._fullLayout;"
         "return L.xaxis.range[1] <= 20.5 && L.xaxis.range[0] >= -0.5;"), what="zoomed axes")

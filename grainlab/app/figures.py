@@ -206,7 +206,7 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
     return fig
 
 
-def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 20_000) -> pd.DataFrame:
+def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 5_000) -> pd.DataFrame:
     """A step profile with at most ~`limit` rows, keeping each bucket's maximum."""
     if len(df) <= limit:
         return df

@@ -155,7 +155,9 @@ def _hover(it, m, kind, hover) -> list:
         n = it["n_members"].to_numpy(np.int64)[m]
         t = (base.astype(str) + "<br>" + kind + ": " + w + " us"
              + np.where(n > 1, " (" + n.astype(str) + " grouped)", ""))
-    return np.repeat(t.astype(object), 3).tolist()
+    out = np.empty(3 * len(t), dtype=object)
+    out[0::3], out[1::3], out[2::3] = t, t, ""
+    return out.tolist()
 
 
 def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
