@@ -215,7 +215,7 @@ def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 5_000) 
     return df.groupby(bucket).agg(agg).reset_index(drop=True)
 
 
-IDLE = "#fcbba1"
+IDLE = "#c6dbef"
 RUNTIME = "#525252"
 
 

@@ -52,6 +52,12 @@ def dag_figure(d: Drawing, hover=None, title="") -> dict:
         fig.append(dict(type="scattergl", x=px, y=py, mode="lines", name="critical path",
                                    meta="critical", hoverinfo="skip", customdata=cd,
                                    line=dict(color=CRITICAL, width=bar + 4)))
+    m = (kind == "chunk") & ~crit
+    if m.any():          # a chunk: a green border around its fill (thesis Fig. 5.3g)
+        px, py, _ = _segments(x[m], y0[m] / MS, y1[m] / MS, np.zeros(m.sum()))
+        fig.append(dict(type="scattergl", x=px, y=py, mode="lines", hoverinfo="skip",
+                        name="chunk border", meta="chunk-border", showlegend=False,
+                        line=dict(color=KIND_COLORS["chunk"], width=bar + 4)))
     m = kind == "summary"
     if m.any():          # a collapsed subtree: a purple border around its fill
         px, py, _ = _segments(x[m], y0[m] / MS, y1[m] / MS, np.zeros(m.sum()))
@@ -162,10 +168,19 @@ def _hover(it, m, kind, hover) -> list:
 
 def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
     size = float(np.clip(bar + 2, 6, 13))
+    y0r, y1r = it["y0"].to_numpy(np.float64), it["y1"].to_numpy(np.float64)
     for k, symbol in SHAPES.items():
         m = kind == k
         if not m.any():
             continue
+        # a fork, join or book-keeping node that took time: a thin bar as
+        # long as its weight behind its shape (a slow join shows its length)
+        long = m & (y1r - y0r > (y1r.max() - y0r.min()) * 0.004)
+        if long.any():
+            px, py, _ = _segments(x[long], y0r[long] / MS, y1r[long] / MS, np.zeros(long.sum()))
+            fig.append(dict(type="scattergl", x=px, y=py, mode="lines", hoverinfo="skip",
+                            meta=f"{k}-extent", showlegend=False,
+                            line=dict(color=KIND_COLORS[k], width=max(bar / 3, 2))))
         n = it["n_members"].to_numpy(np.int64)[m]
         w = (it["weight"].to_numpy(np.float64)[m] / 1e3).round(2).astype(str)
         text = (k + " of #" + it["grain"].to_numpy(np.int64)[m].astype(str) + ": " + w + " us"

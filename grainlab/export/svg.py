@@ -118,6 +118,11 @@ def _items(d: Drawing, cx, y0, y1) -> list:
     # rectangles first (the shapes sit on top of the chains)
     for i in np.flatnonzero(rect):
         out.append(_rect(it, i, kind[i], crit[i], fill[i], cx[i], y0[i], y1[i]))
+    # a fork, join or book-keeping node that took time: a thin bar behind it
+    k = (y1 - y0 > 4) & ~rect
+    for i in np.flatnonzero(k):
+        out.append(f'<rect class="extent" x="{cx[i] - 2:.1f}" y="{y0[i]:.1f}" width="4" '
+                   f'height="{y1[i] - y0[i]:.1f}" fill="{KIND_COLORS[kind[i]]}"/>')
     for i in np.flatnonzero(~rect):
         out.append(_shape(kind[i], crit[i], cx[i], (y0[i] + y1[i]) / 2, int(it["grain"].iat[i])))
     return out
