@@ -532,3 +532,23 @@ def test_parallelism_panels_and_threads_gantt(browser, server, fib_trace):
         "return gd && gd.data && gd.data.map(t => t.name);"), what="the Gantt chart")
     assert any(n.startswith("idle") for n in names) and any(n.startswith("runtime") for n in names)
     shot(d, "threads")
+
+
+def test_threads_zoom_to_a_single_grain(browser, server, fib_trace):
+    d = browser
+    d.get(server.url + "?view=graph&grain=3")
+    link = wait_for(lambda: d.find_element("id", "details-zoom"), what="the zoom link")
+    link.click()
+    wait_for(lambda: "view=threads" in d.current_url and "tzoom=" in d.current_url,
+             what="the threads view, zoomed")
+    g = __import__("grainlab").load(fib_trace.path).graph()
+    nodes = g.nodes
+    own = nodes[(nodes["grain"] == 3) & nodes["type"].astype(str).isin(["fragment"])]
+    origin = int(nodes.loc[nodes["type"].astype(str).isin(["fragment", "chunk"]), "start"].min())
+    t0, t1 = (own["start"].min() - origin) / 1e6, (own["end"].max() - origin) / 1e6
+    rng = wait_for(lambda: d.execute_script(
+        "const gd = document.querySelector('#threads-fig .js-plotly-plot');"
+        "return gd && gd._fullLayout && gd._fullLayout.xaxis.range;"), what="the zoomed axis")
+    assert rng[0] <= t0 and rng[1] >= t1
+    assert rng[1] - rng[0] <= 2 * (t1 - t0) + 2e-3 + 1e-9
+    shot(d, "threads-zoomed")

@@ -95,8 +95,8 @@ class FigureCache:
             fig, level = segment_figure(
                 seg, "row", cls, data.critical, vertical=False, window=zoom,
                 hover_labels=data.hover, width=width, under=under,
-                title="Threads (Gantt): grains as they ran, coloured as on the graph; "
-                      "dark: the runtime's time, light blue: idle",
+                title="Threads (Gantt): grains coloured as on the graph; "
+                      "dark: runtime, light blue: idle",
                 pos_title="thread")
             fig.update_yaxes(tickvals=list(data.thread_rows.values()),
                              ticktext=[f"thread {t}" for t in data.thread_rows])
