@@ -241,3 +241,28 @@ def test_export_png_and_errors(fib, tmp_path, cli):
                               "--problem", "nope", "-q"), "--problem")
     assert_one_line_error(cli("export", fib.summary["trace"], "--svg", tmp_path / "x.svg",
                               "--depth", "-1", "-q"), "--depth")
+
+
+def test_a_wide_loop_shows_a_page_of_chunks_per_thread(tmp_path):
+    """A loop of 3,000 chunks on 2 threads: its implicit tasks stay open with
+    a page of chunks each (the rest one summary per thread, which pages on),
+    and their book-keeping is grouped per thread."""
+    from conftest import grainlab
+    from grainlab.export import drawing
+    trace = tmp_path / "loop.parquet"
+    r = grainlab("synth", "--shape", "loop", "--grains", 3000, "-o", trace, "-q")
+    assert r.returncode == 0, r.stderr
+    g = gl.analyze(trace).graph
+    chunks = g.grains["kind"].astype(str) == "chunk"
+    threads = g.grains.loc[chunks, "parent"].nunique()
+    L = GrainLayout(g)
+    d = L.draw()
+    it = d.items
+    page = drawing.SIBLING_PAGE
+    assert (it["kind"] == "chunk").sum() == threads * page
+    more = it[it["kind"] == "summary"]
+    assert len(more) == threads and more["token"].str.startswith("m").all()
+    assert more["n_grains"].sum() + threads * page == chunks.sum()
+    assert (it["kind"] == "bookkeeping").sum() == threads and d.extra["auto_reduced"]
+    e = L.draw(expand=[more["token"].iloc[0]])
+    assert (e.items["kind"] == "chunk").sum() == threads * page + page

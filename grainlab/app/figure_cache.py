@@ -79,6 +79,8 @@ class FigureCache:
             c = d.counts()
             level = (f"{len(d.items)} elements ({c.get('summary', 0)} collapsed subtrees, "
                      "click one to expand)" if c.get("summary") else f"{len(d.items)} elements")
+            if d.extra.get("auto_reduced"):
+                level += ", reduced (too many nodes to draw one by one)"
             return fig, level, count, d
         if which == "graph":
             fig, level = segment_figure(

@@ -37,6 +37,7 @@ from .tree import tree
 
 OWNER_BUDGET = 400       # owners (grains + contexts) shown before collapsing deeper levels
 NODE_BUDGET = 5_000       # nodes shown before collapsing deeper levels
+BOOKKEEPING_BUDGET = 1_000  # book-keeping nodes shown one by one before grouping them per thread
 SIBLING_PAGE = 200         # children of an expanded node shown per page
 ITEM_KINDS = [*NODE_TYPES, "summary"]
 
@@ -140,6 +141,7 @@ class GrainLayout:
         expanded, pages = _parse_tokens(expand, M)
         starts, ends, toks = [], [], []
         if depth is not None:
+            expanded |= self._flat_parents(depth)
             cand = (t.depth >= depth) & (t.size > 1) & ~expanded
             ids = np.flatnonzero(cand)
             starts.append(t.pos[ids])
@@ -177,6 +179,17 @@ class GrainLayout:
         shown = cov == 0                       # by position
         return a, b, tok, shown[t.pos]
 
+    def _flat_parents(self, depth) -> np.ndarray:
+        """Owners at the cut whose children are all leaves (an implicit task
+        and its loop chunks, a task and its leaf tasks): shown open, a page
+        of children each, when those pages fit the budget, rather than as
+        one summary that says nothing about them."""
+        t = self.tree
+        nchild = np.bincount(t.parent[t.parent >= 0], minlength=self.n_owners)
+        flat = (t.depth == depth) & (t.size > 1) & (t.size - 1 == nchild)
+        shown = int((t.depth <= depth).sum()) + int(np.minimum(nchild[flat], SIBLING_PAGE).sum())
+        return flat if shown <= 2 * OWNER_BUDGET else np.zeros(self.n_owners, bool)
+
     def draw(self, mode: str = "dag", expand=(), depth="auto", fragments=False,
              forks=False, bookkeeping=False, severity=None) -> Drawing:
         """Lay out one view. depth: "auto" (collapse below the budgets), None
@@ -187,6 +200,13 @@ class GrainLayout:
         col_of = _column_numbers(self.tree.pos, own_shown, a, self.n_owners)
         show_node = own_shown[self.col]
         idx = np.flatnonzero(show_node)
+        # owners with long chains (a loop's book-keeping between its chunks):
+        # the book-keeping grouped per thread, everything grouped beyond
+        auto = not bookkeeping and (len(idx) > NODE_BUDGET or int(
+            (self.typ[idx] == "bookkeeping").sum()) > BOOKKEEPING_BUDGET)
+        bookkeeping = bookkeeping or auto
+        if len(idx) > 4 * NODE_BUDGET and not (fragments and forks):
+            fragments = forks = auto = True
         codes = group_codes(self.typ[idx], self.owner[idx], fragments, forks, bookkeeping) \
             if (fragments or forks or bookkeeping) else np.arange(len(idx))
         items = self._items(mode, idx, codes, col_of)
@@ -203,7 +223,7 @@ class GrainLayout:
         d = Drawing(items=items, edges=edges, mode=mode,
                     n_columns=int(col_of.max()) + 1 if len(col_of) else 0,
                     n_grains=self.n_grains, collapsed_depth=depth,
-                    window=_window(items, self.n_grains))
+                    window=_window(items, self.n_grains), extra={"auto_reduced": auto})
         return self.colour(d, severity)
 
     def colour(self, d: Drawing, severity) -> Drawing:
@@ -220,7 +240,8 @@ class GrainLayout:
             sev[summ] = self._worst(severity, a, b)
             items["sev"] = sev
         return Drawing(items=items, edges=d.edges, mode=d.mode, n_columns=d.n_columns,
-                       n_grains=d.n_grains, collapsed_depth=d.collapsed_depth, window=d.window)
+                       n_grains=d.n_grains, collapsed_depth=d.collapsed_depth, window=d.window,
+                       extra=d.extra)
 
     def _worst(self, severity, a, b) -> np.ndarray:
         """Worst severity among the grains of each interval [a, b)."""
