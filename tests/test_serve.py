@@ -552,3 +552,22 @@ def test_threads_zoom_to_a_single_grain(browser, server, fib_trace):
     assert rng[0] <= t0 and rng[1] >= t1
     assert rng[1] - rng[0] <= 2 * (t1 - t0) + 2e-3 + 1e-9
     shot(d, "threads-zoomed")
+
+
+def test_thesis_fig_5_3a_program_in_the_page(browser, record):
+    """twotasks 1: one function creates two tasks, computes between, waits
+    (thesis Fig. 5.3a): the page draws exactly the graph's forks, joins and
+    fragments, and the two children's rectangles."""
+    foo = record("twotasks", 1, threads=2)
+    s = Server(foo.path)
+    try:
+        d = browser
+        open_page(d, s.url + "?problem=none")
+        g = foo.graph()
+        want = g.nodes["type"].astype(str).value_counts().to_dict()
+        got = drawn(d)
+        for kind in ("fork", "join", "fragment"):
+            assert len(got.get(kind, [])) == want[kind], kind
+        assert {0, 1} <= set(got["fragment"])
+    finally:
+        s.stop()
