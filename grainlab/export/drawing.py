@@ -39,7 +39,6 @@ OWNER_BUDGET = 400       # owners (grains + contexts) shown before collapsing de
 NODE_BUDGET = 5_000       # nodes shown before collapsing deeper levels
 BOOKKEEPING_BUDGET = 1_000  # book-keeping nodes shown one by one before grouping them per thread
 SIBLING_PAGE = 200         # children of an expanded node shown per page
-ITEM_KINDS = [*NODE_TYPES, "summary"]
 
 # Colours (thesis Fig. 5.3): green forks and creation edges, orange joins and
 # synchronization edges, turquoise book-keeping, green chunks, black
