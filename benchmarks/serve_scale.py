@@ -83,7 +83,7 @@ def measure(trace: Path, d) -> dict:
                 break
         ready = time.perf_counter() - t0
         t1 = time.perf_counter()
-        d.get(url)
+        d.get(url + "?view=graph")
         wait(lambda: count(d).strip() and d.find_elements("css selector", "#graph-fig .main-svg"))
         wait(lambda: d.find_elements("css selector", "#graph-fig .plot-container"))
         first = time.perf_counter() - t1

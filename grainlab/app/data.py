@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 
 from .. import problems as P
+from ..export.drawing import GrainLayout
+from ..metrics.contract import is_one_of
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
 
@@ -24,7 +26,9 @@ class AppData:
         step("laying out the grain graph")
         self.n_grains = len(g.grains)
         self.grains = a.grains
-        x = layout.grain_columns(g, layout.creation_times(g))["x"].to_numpy(np.int64)
+        created = layout.creation_times(g)
+        x = layout.grain_columns(g, created)["x"].to_numpy(np.int64)
+        self.grain_layout = GrainLayout(g, key=created)
         self.n_total = len(x)
         seg = layout.segments(g, x)
         self.origin = int(seg["start"].min()) if len(seg) else 0
@@ -50,6 +54,9 @@ class AppData:
         threads = sorted(set(seg["thread"].tolist()) - {-1})
         self.thread_rows = {t: i for i, t in enumerate(threads)}
         self.segments["row"] = seg["thread"].map(self.thread_rows).fillna(-1).astype(np.int64)
+        self.overhead = self._overhead(g)
+        run = self.segments[self.segments["row"] >= 0].groupby("row")
+        self.thread_span = pd.DataFrame({"start": run["start"].min(), "end": run["end"].max()})
         step("data locality")
         self.krd_runs, self.krd_note = self._krd(a, comparison)
 
@@ -114,6 +121,19 @@ class AppData:
             labels[self.n_grains:] = ("serial/team code " + pd.Series(cid, dtype=object)
                                       .astype(str)).to_numpy()
         return labels
+
+    def _overhead(self, g) -> pd.DataFrame:
+        """The runtime's own time per thread: forks (creation), book-keeping,
+        and the taskwait / taskgroup joins a thread sat in (row, start, end)."""
+        nodes = g.nodes
+        keep = is_one_of(nodes["type"], "fork", "bookkeeping") | \
+            is_one_of(nodes["join_kind"].astype(object).fillna(""), "taskwait", "taskgroup")
+        thread = nodes["thread"].to_numpy(np.int64)
+        start, end = nodes["start"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
+        keep &= (thread >= 0) & (end > start)
+        row = pd.Series(thread[keep]).map(self.thread_rows).fillna(-1).to_numpy(np.int64)
+        return pd.DataFrame({"row": row, "start": start[keep] - self.origin,
+                             "end": end[keep] - self.origin})
 
     def _edges(self, g) -> pd.DataFrame:
         """Creation and synchronization edges (GrainGraph.grain_edges) at the

@@ -5,8 +5,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+import numpy as np
+
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
-from .figures import classes, segment_figure
+from .figures import classes, gantt_under, segment_figure
+from .graph_figure import dag_figure
 
 KEEP = 32
 
@@ -22,9 +25,12 @@ class FigureCache:
         "threads" view in `state`; on the graph, the selected grain marked."""
         problem, threshold = state["problem"], state["threshold"]
         zoom = state["zoom"] if which == "graph" else state["tzoom"]
+        if which == "graph" and state.get("layout", "dag") == "dag":
+            which, zoom = "dag", None
         key = (which, problem, threshold,
                state.get("location") if problem == LOCATION_VIEW else None,
-               tuple(zoom) if zoom else None)
+               tuple(zoom) if zoom else None, tuple(state.get("expand") or ()),
+               tuple(state.get("reduce") or ()))
         with self._lock:
             found = self._figures.get(key)
             if found is not None:
@@ -37,16 +43,45 @@ class FigureCache:
                 self._figures[key] = found
                 while len(self._figures) > KEEP:
                     self._figures.popitem(last=False)
-        fig, level, count = found
+        fig, level, count, drawing = found
         gid = state.get("grain")
         if gid is not None and which == "graph":
             fig = _with_selection(fig, self.data, gid)
+        elif gid is not None and which == "dag":
+            fig = _with_dag_selection(fig, drawing, gid)
         return fig, level, count
+
+    def drawing(self, state: dict, sev=None):
+        """The laid-out grain graph of a state (DAG or wall time), coloured by
+        `sev`: the layout is kept per (placement, expansions, reductions), so
+        a new problem or threshold only recolours it."""
+        data = self.data
+        red = tuple(r for r in ("fragments", "forks", "bookkeeping")
+                    if r in (state.get("reduce") or ()))
+        mode, expand = state.get("layout", "dag"), tuple(state.get("expand") or ())
+        key = ("layout", mode, expand, red)
+        with self._lock:
+            d = self._figures.get(key)
+        if d is None:
+            d = data.grain_layout.draw(mode=mode, expand=expand, fragments="fragments" in red,
+                                       forks="forks" in red, bookkeeping="bookkeeping" in red)
+            with self._lock:
+                self._figures[key] = d
+        return data.grain_layout.colour(d, sev)
 
     def _draw(self, state: dict, which: str, zoom):
         data, problem = self.data, state["problem"]
         sev, count = data.severity(problem, state["threshold"], state.get("location"))
         cls = classes(data.n_grains, data.n_total, sev, show_all=(problem == NO_PROBLEM))
+        if which == "dag":
+            d = self.drawing(state, None if problem == NO_PROBLEM else sev)
+            fig = dag_figure(d, hover=data.hover)
+            c = d.counts()
+            level = (f"{len(d.items)} elements ({c.get('summary', 0)} collapsed subtrees, "
+                     "click one to expand)" if c.get("summary") else f"{len(d.items)} elements")
+            if d.extra.get("auto_reduced"):
+                level += ", reduced (too many nodes to draw one by one)"
+            return fig, level, count, d
         if which == "graph":
             fig, level = segment_figure(
                 data.segments, "x", cls, data.critical, vertical=True, window=zoom,
@@ -55,13 +90,33 @@ class FigureCache:
                 pos_title="task tree (pre-order: a task's children to its right)")
         else:
             seg = data.segments[data.segments["row"] >= 0]
+            width = float(np.clip(420 / max(len(data.thread_rows), 1), 6, 40))
+            ts = data.thread_span
+            under = gantt_under(ts.index.to_numpy(np.float64), ts["start"].to_numpy(np.float64),
+                                ts["end"].to_numpy(np.float64), data.overhead, width, zoom)
             fig, level = segment_figure(
                 seg, "row", cls, data.critical, vertical=False, window=zoom,
-                hover_labels=data.hover, title="Threads: grains as they ran",
+                hover_labels=data.hover, width=width, under=under,
+                title="Threads (Gantt): grains coloured as on the graph; "
+                      "dark: runtime, light blue: idle",
                 pos_title="thread")
             fig.update_yaxes(tickvals=list(data.thread_rows.values()),
                              ticktext=[f"thread {t}" for t in data.thread_rows])
-        return fig.to_dict(), level, count
+        return fig.to_dict(), level, count, None
+
+
+def _with_dag_selection(fig: dict, d, gid: int) -> dict:
+    it = d.items
+    own = it[it["grain"].to_numpy() == gid]
+    if not len(own):
+        return fig
+    marker = {"type": "scattergl", "x": [float(own["x"].iloc[0]) - 0.6],
+              "y": [float(own["y0"].min()) / 1e6], "mode": "markers",
+              "marker": {"symbol": "star", "size": 16, "color": "#08519c",
+                         "line": {"color": "white", "width": 1}},
+              "name": f"selected #{gid}", "hoverinfo": "skip", "customdata": [gid],
+              "meta": "selected"}
+    return {**fig, "data": [*fig["data"], marker]}
 
 
 def _with_selection(fig: dict, data: AppData, gid: int) -> dict:

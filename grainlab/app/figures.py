@@ -58,10 +58,13 @@ def _lines(pos, t0, t1, owner, vertical: bool):
 
 def segment_figure(seg: pd.DataFrame, pos_col: str, cls: np.ndarray, critical: np.ndarray,
                    vertical: bool, window=None, edges=None, title="",
-                   pos_title="", hover_labels=None) -> tuple[go.Figure, str]:
+                   pos_title="", hover_labels=None, width: float = 6,
+                   under=()) -> tuple[go.Figure, str]:
     """Grains as segments (pos, start..end), coloured by class, critical path in
     red beside them. `window` = (p0, p1, t0_ms, t1_ms) restricts what is drawn
-    (zoom); returns the figure and the level of detail used ("detail"/"overview")."""
+    (zoom); returns the figure and the level of detail used ("detail"/"overview").
+    `width`: of a segment (px); `under`: traces drawn beneath the grains at
+    the detail level (the threads view's idle tracks and runtime time)."""
     pos = seg[pos_col].to_numpy(np.float64)
     t0 = seg["start"].to_numpy(np.float64)
     t1 = seg["end"].to_numpy(np.float64)
@@ -75,6 +78,8 @@ def segment_figure(seg: pd.DataFrame, pos_col: str, cls: np.ndarray, critical: n
     fig = go.Figure()
     level = "detail" if len(pos) <= DETAIL_LIMIT else "overview"
     if level == "detail":
+        for tr in under:
+            fig.add_trace(tr)
         if edges is not None and len(edges):
             ex = np.empty(3 * len(edges))
             ey = np.empty(3 * len(edges))
@@ -93,7 +98,7 @@ def segment_figure(seg: pd.DataFrame, pos_col: str, cls: np.ndarray, critical: n
                 text = np.asarray(hover_labels, dtype=object)[np.asarray(cd, np.int64)]
             fig.add_trace(go.Scattergl(
                 x=x, y=y, customdata=cd, mode="lines+markers" if m.sum() < 4000 else "lines",
-                line=dict(color=CLASS_COLORS[k], width=6), marker=dict(size=4),
+                line=dict(color=CLASS_COLORS[k], width=width), marker=dict(size=4),
                 name=CLASS_NAMES[k], legendgroup=str(k), showlegend=True,
                 text=text, hovertemplate="%{text}<extra></extra>" if text is not None else None,
                 hoverinfo=None if text is not None else "skip"))
@@ -161,37 +166,83 @@ def _overview(pos, t0, t1, c, vertical):
                       hovertemplate="click to expand<extra></extra>")
 
 
-def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int) -> go.Figure:
-    """Exposed (ideal, earliest-start placement) and achieved parallelism over
-    time against the cores used."""
-    fig = go.Figure()
+def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
+                       log: bool = False) -> go.Figure:
+    """Two panels, each on its own time axis: exposed parallelism in DAG time
+    (grains placed at their earliest start: what the program offers) and
+    achieved parallelism in wall-clock time (grains running: what the run
+    got) against the cores used, on a scale where both show; `log`: log y."""
+    from plotly.subplots import make_subplots
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.14, subplot_titles=(
+        "Exposed parallelism, in DAG time (grains at their earliest start)",
+        "Achieved parallelism, in wall-clock time (grains running) against the cores used"))
     if len(ideal):
         t = (ideal["start"].to_numpy(np.float64) - ideal["start"].iloc[0]) / MS
         fig.add_trace(go.Scatter(x=t, y=ideal["optimistic"], mode="lines", line_shape="hv",
-                                 name="exposed (optimistic)", line=dict(color="#3182bd")))
+                                 name="exposed (optimistic)", line=dict(color="#3182bd")),
+                      row=1, col=1)
         fig.add_trace(go.Scatter(x=t, y=ideal["conservative"], mode="lines", line_shape="hv",
                                  name="exposed (conservative)",
-                                 line=dict(color="#9ecae1", dash="dot")))
+                                 line=dict(color="#9ecae1", dash="dot")), row=1, col=1)
+    top = float(cores)
     if len(achieved):
         t = (achieved["time"].to_numpy(np.float64) - achieved["time"].iloc[0]) / MS
-        fig.add_trace(go.Scatter(x=t, y=achieved["running"], mode="lines", line_shape="hv",
-                                 name="achieved (running grains)", line=dict(color="#31a354")))
-    fig.add_hline(y=cores, line=dict(color=CRITICAL, dash="dash"),
-                  annotation_text=f"cores used: {cores}", annotation_position="top left")
-    fig.update_layout(title="Parallelism over time", plot_bgcolor="white",
-                      margin=dict(l=60, r=10, t=40, b=40), uirevision="keep",
-                      xaxis_title="time since start (ms)", yaxis_title="grains",
-                      legend=dict(orientation="h", y=-0.15))
+        run = achieved["running"].to_numpy(np.float64)
+        top = max(top, float(run.max()) if len(run) else top)
+        fig.add_trace(go.Scatter(x=t, y=run, mode="lines", line_shape="hv", fill="tozeroy",
+                                 name="achieved (running grains)", line=dict(color="#31a354")),
+                      row=2, col=1)
+        fig.add_trace(go.Scatter(x=[t[0], t[-1]], y=[cores, cores], mode="lines",
+                                 name=f"cores used: {cores}",
+                                 line=dict(color=CRITICAL, dash="dash", width=2)), row=2, col=1)
+    kind = "log" if log else "linear"
+    fig.update_yaxes(title_text="grains", type=kind, row=1, col=1, gridcolor="#eee")
+    fig.update_yaxes(title_text="grains running", type=kind, row=2, col=1, gridcolor="#eee",
+                     **({} if log else {"range": [0, top * 1.15 + 0.5]}))
+    fig.update_xaxes(title_text="DAG time since the first grain (ms)", row=1, col=1)
+    fig.update_xaxes(title_text="wall-clock time since the first grain (ms)", row=2, col=1)
+    fig.update_layout(plot_bgcolor="white", margin=dict(l=60, r=10, t=40, b=40),
+                      uirevision="keep", legend=dict(orientation="h", y=-0.12))
     return fig
 
 
-def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 20_000) -> pd.DataFrame:
+def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 5_000) -> pd.DataFrame:
     """A step profile with at most ~`limit` rows, keeping each bucket's maximum."""
     if len(df) <= limit:
         return df
     bucket = np.arange(len(df)) * limit // len(df)
     agg = {time_col: "first", **{c: "max" for c in cols}}
     return df.groupby(bucket).agg(agg).reset_index(drop=True)
+
+
+IDLE = "#c6dbef"
+RUNTIME = "#525252"
+
+
+def gantt_under(rows: np.ndarray, t0: np.ndarray, t1: np.ndarray, overhead: pd.DataFrame,
+                width: float, window=None) -> list:
+    """The threads view's layers beneath the grains: per thread an idle track
+    over its whole run (what shows through is time nothing ran) and the
+    runtime's own time (creations, book-keeping, waiting in taskwaits and
+    taskgroups: what shows through is where no grain ran inside them)."""
+    out = []
+    if len(rows):
+        x, y, _ = _lines(rows, t0, t1, np.zeros(len(rows), np.int64), vertical=False)
+        out.append(go.Scattergl(x=x, y=y, mode="lines", name="idle (nothing ran)",
+                                hoverinfo="skip", line=dict(color=IDLE, width=width)))
+    ov = overhead
+    if window is not None and len(ov):
+        p0, p1, a, b = window
+        r, s0, s1 = (ov[c].to_numpy() for c in ("row", "start", "end"))
+        ov = ov[(r >= p0 - 1) & (r <= p1 + 1) & (s1 >= a * MS) & (s0 <= b * MS)]
+    if len(ov) and len(ov) <= 4 * DETAIL_LIMIT:
+        x, y, _ = _lines(ov["row"].to_numpy(np.float64), ov["start"].to_numpy(np.float64),
+                         ov["end"].to_numpy(np.float64), np.zeros(len(ov), np.int64),
+                         vertical=False)
+        out.append(go.Scattergl(x=x, y=y, mode="lines", hoverinfo="skip",
+                                name="runtime (create, book-keeping, taskwait)",
+                                line=dict(color=RUNTIME, width=width * 0.6)))
+    return out
 
 
 # -- data locality (docs/locality.md) ---------------------------------------------------

@@ -12,55 +12,12 @@ positions (O(n) in total), one sort.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from ..errors import GrainlabError
+from ..export.tree import depths, preorder  # noqa: F401  (re-exported)
 from ..metrics.contract import is_one_of
-
-
-def depths(parent: np.ndarray) -> np.ndarray:
-    """Depth of every node of a forest given by `parent` (-1 = root), by
-    pointer jumping. Bounded to ceil(log2 n) + 2 rounds: more means a cycle."""
-    n = len(parent)
-    depth = (parent >= 0).astype(np.int64)
-    anc = parent.astype(np.int64).copy()
-    for _ in range(max(math.ceil(math.log2(max(n, 2))), 1) + 2):
-        live = anc >= 0
-        if not live.any():
-            return depth
-        up = anc[live]
-        depth[live] = depth[live] + depth[up]
-        anc[live] = anc[up]
-    raise GrainlabError("the task tree has a cycle: a task is its own ancestor")
-
-
-def preorder(parent: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Pre-order position of every node of the forest `parent` (-1 = root),
-    children (and roots) visited in increasing `key`."""
-    n = len(parent)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    parent = parent.astype(np.int64)
-    depth = depths(parent)
-    order = np.lexsort((key, parent, depth))          # by level, then parent, then key
-    bounds = np.searchsorted(depth[order], np.arange(depth.max() + 2))
-    size = np.ones(n, np.int64)
-    for d in range(int(depth.max()), 0, -1):         # subtree sizes, deepest level first
-        ents = order[bounds[d]:bounds[d + 1]]
-        np.add.at(size, parent[ents], size[ents])
-    pos = np.zeros(n, np.int64)
-    for d in range(int(depth.max()) + 1):            # positions, top level first
-        ents = order[bounds[d]:bounds[d + 1]]
-        before = np.cumsum(size[ents]) - size[ents]  # sizes of earlier entries on this level
-        par = parent[ents]
-        first = np.r_[True, par[1:] != par[:-1]]      # first child of each parent
-        group_start = np.maximum.accumulate(np.where(first, np.arange(len(ents)), 0))
-        offset = before - before[group_start]
-        pos[ents] = offset if d == 0 else pos[par] + 1 + offset
-    return pos
 
 
 def creation_times(g) -> np.ndarray:

@@ -13,7 +13,8 @@ from dash import Dash, Input, Output, dcc, html
 
 from .data import AppData
 from .figure_cache import FigureCache
-from .state import DEFAULT, PROBLEM_LABELS, VIEWS, default_problem, problem_choices
+from .state import (DEFAULT, PROBLEM_LABELS, VIEWS, default_problem, parse_state,
+                    problem_choices)
 from .state import register as register_state
 from .views import PANES, details
 from .views.graph import GRAPH_CONFIG
@@ -48,6 +49,8 @@ def create_app(analysis=None, comparison=None, data: AppData | None = None,
                            _header(data), _controls(data), body])
     register_state(app, data)
     figures = FigureCache(data)
+    # the grain graph's first view, laid out before the server answers
+    figures.get(parse_state("?view=graph", data), "graph")
     for view in [*PANES.values(), details]:
         view.register(app, data, figures)
     _register_page(app)
@@ -72,7 +75,7 @@ def _header(data: AppData):
 def _controls(data: AppData):
     views = VIEWS + ([("compare", "Compare")] if data.comparison is not None else [])
     return html.Div(className="controls", children=[
-        dcc.Tabs(id="view", value="graph", children=[dcc.Tab(label=lab, value=v)
+        dcc.Tabs(id="view", value="summary", children=[dcc.Tab(label=lab, value=v)
                                                       for v, lab in views]),
         html.Div(className="row", children=[
             html.Label("Problem "),

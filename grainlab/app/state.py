@@ -5,6 +5,7 @@ in, the URL out, so a link shows what its sender saw."""
 from __future__ import annotations
 
 import math
+import re
 from urllib.parse import parse_qs, urlencode
 
 from dash import Input, Output, State, ctx, no_update
@@ -12,7 +13,7 @@ from dash.exceptions import PreventUpdate
 
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 
-VIEWS = [("graph", "Grain graph"), ("locations", "Source locations"),
+VIEWS = [("summary", "Summary"), ("graph", "Grain graph"), ("locations", "Source locations"),
          ("parallelism", "Parallelism"), ("threads", "Threads"), ("locality", "Data locality")]
 PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load balance",
                   "work_deviation": "Work deviation", "instantaneous_parallelism":
@@ -20,8 +21,12 @@ PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load 
                   "memory_hierarchy_utilization": "Memory-hierarchy utilization",
                   "preempted": "Preempted (wall / CPU time)", "numa_locality": "NUMA locality",
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
-DEFAULT = {"view": "graph", "problem": "parallel_benefit", "threshold": None, "grain": None,
-           "location": None, "zoom": None, "tzoom": None}
+DEFAULT = {"view": "summary", "problem": "parallel_benefit", "threshold": None, "grain": None,
+           "location": None, "zoom": None, "tzoom": None, "layout": "dag", "expand": None,
+           "reduce": None}
+LAYOUTS = ("dag", "wall")          # grain graph: DAG time (thesis) or wall-clock placement
+REDUCTIONS = ("fragments", "forks", "bookkeeping")
+TOKEN = re.compile(r"^[cm]\d+$")
 
 
 def parse_state(search: str | None, data: AppData) -> dict:
@@ -41,6 +46,10 @@ def parse_state(search: str | None, data: AppData) -> dict:
     for key in ("zoom", "tzoom"):
         parts = [_number(p) for p in (q.get(key) or "").split(",")]
         s[key] = parts if len(parts) == 4 and None not in parts else None
+    if q.get("layout") in LAYOUTS:
+        s["layout"] = q["layout"]
+    s["expand"] = [t for t in (q.get("expand") or "").split(",") if TOKEN.match(t)] or None
+    s["reduce"] = [r for r in REDUCTIONS if r in (q.get("reduce") or "").split(",")] or None
     return s
 
 
@@ -49,7 +58,8 @@ def format_state(s: dict) -> str:
     for k, v in s.items():
         if v is None or v == DEFAULT.get(k):
             continue
-        q[k] = ",".join(f"{p:.6g}" for p in v) if isinstance(v, list) else v
+        q[k] = ",".join(p if isinstance(p, str) else f"{p:.6g}" for p in v) \
+            if isinstance(v, list) else v
     return "?" + urlencode(q) if q else ""
 
 
@@ -77,7 +87,7 @@ def current(state, search, data: AppData) -> dict:
 
 # What a change of state writes: the state, the URL and the three controls.
 OUTPUTS = ("state", "data"), ("url", "search"), ("view", "value"), ("problem", "value"), \
-    ("threshold", "value")
+    ("threshold", "value"), ("graph-layout", "value"), ("graph-reduce", "value")
 
 
 def register(app, data: AppData):
@@ -89,18 +99,23 @@ def register(app, data: AppData):
         Input("threshold", "value"),
         Input("graph-fig", "clickData"), Input("threads-fig", "clickData"),
         Input("graph-fig", "relayoutData"), Input("threads-fig", "relayoutData"),
-        State("state", "data"))
-    def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout, state):
+        Input("graph-layout", "value"), Input("graph-reduce", "value"),
+        Input("graph-collapse", "n_clicks"), State("state", "data"))
+    def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout,
+             glayout, greduce, _collapse, state):
         trig = ctx.triggered_id
         if trig in (None, "url"):
             st = parse_state(search, data)
             th = st["threshold"] if st["threshold"] is not None else \
                 data.default_threshold(st["problem"])
-            return st, no_update, st["view"], st["problem"], th
+            return st, no_update, st["view"], st["problem"], th, st["layout"], \
+                st["reduce"] or []
         st = current(state, search, data)
         th_out = no_update
         if trig == "view":
             st["view"] = view
+        elif trig in ("graph-layout", "graph-reduce", "graph-collapse"):
+            _on_graph_controls(st, trig, glayout, greduce)
         elif trig == "problem":
             st["problem"], st["threshold"] = problem, None
             th_out = data.default_threshold(problem)
@@ -117,19 +132,37 @@ def register(app, data: AppData):
             # call reads it as it was when the call was sent) cannot
             # overwrite a newer change made meanwhile.
             raise PreventUpdate
-        return st, format_state(st), no_update, no_update, th_out
+        return st, format_state(st), no_update, no_update, th_out, no_update, no_update
+
+
+def _on_graph_controls(st: dict, trig: str, layout, reduce):
+    """The grain graph's own controls: placement, reductions, and "collapse"
+    (undo the last expansion of a collapsed subtree)."""
+    if trig == "graph-layout" and layout in LAYOUTS:
+        st["layout"] = layout
+    elif trig == "graph-reduce":
+        st["reduce"] = [r for r in REDUCTIONS if r in (reduce or [])] or None
+    elif trig == "graph-collapse" and st.get("expand"):
+        st["expand"] = st["expand"][:-1] or None
 
 
 def _on_figures(st: dict, data: AppData, fired: set, figures):
     """A click (a grain selected, or an overview cell expanded) or a zoom on
     the graph or threads figure, into the state."""
     for fig, click, relayout, key in figures:
+        dag = key == "zoom" and st.get("layout", "dag") == "dag"
         if f"{fig}.clickData" in fired and click:
             gid = _clicked_grain(click, data)
+            token = _clicked_token(click)
             if gid is not None:
                 st["grain"] = gid
-            else:   # a cell of the binned overview: expand it
+            elif token is not None and dag:    # a collapsed subtree: expand it
+                if token not in (st.get("expand") or []):
+                    st["expand"] = [*(st.get("expand") or []), token]
+            elif not dag:   # a cell of the binned overview: expand it
                 st[key] = _expand(click, st.get(key), data, vertical=(key == "zoom"))
+        if dag:
+            continue        # the DAG-time graph zooms in the browser only
         if f"{fig}.relayoutData" in fired and relayout:
             st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
 
@@ -146,6 +179,16 @@ def _clicked_grain(click, data: AppData):
     except (TypeError, ValueError):
         return None
     return gid if 0 <= gid < data.n_grains else None
+
+
+def _clicked_token(click):
+    try:
+        cd = click["points"][0].get("customdata")
+    except (KeyError, IndexError, TypeError):
+        return None
+    if isinstance(cd, list):
+        cd = cd[0] if cd else None
+    return cd if isinstance(cd, str) and TOKEN.match(cd) else None
 
 
 def _expand(click, old, data: AppData, vertical: bool):

@@ -1,5 +1,7 @@
-"""`grainlab export TRACE --graphml OUT | --perfetto OUT [--reduced]`: the grain
-graph as GraphML (yEd, Cytoscape) or as a Perfetto / Chrome trace (JSON)."""
+"""`grainlab export TRACE --graphml OUT | --perfetto OUT | --svg OUT | --png OUT`:
+the grain graph as GraphML (yEd, Cytoscape), as a Perfetto / Chrome trace
+(JSON), or drawn as the thesis draws it (SVG / PNG, the web app's layout:
+grainlab.export.drawing)."""
 from __future__ import annotations
 
 import argparse
@@ -8,10 +10,11 @@ from pathlib import Path
 
 from ..analysis.analysis import Analysis
 from ..errors import GrainlabError, UsageError
+from ..export.drawing import NODE_BUDGET, OWNER_BUDGET
 from ..outpath import resolve_output, temporary_beside
 from ._output import Progress, warn_incomplete
 
-HELP = "export the grain graph as GraphML (yEd, Cytoscape) or Perfetto JSON"
+HELP = "export the grain graph as GraphML, Perfetto JSON, or a drawing (SVG, PNG)"
 
 
 def add_parser(subparsers):
@@ -21,15 +24,29 @@ def add_parser(subparsers):
                "  grainlab export fib.parquet --graphml fib.graphml\n"
                "  grainlab export fib.parquet --graphml fib.graphml --reduced\n"
                "  grainlab export fib.parquet --perfetto fib.json   "
-               "# open in https://ui.perfetto.dev\n",
+               "# open in https://ui.perfetto.dev\n"
+               "  grainlab export fib.parquet --svg fib.svg --depth 4 --problem load_balance\n"
+               "  grainlab export fib.parquet --png fib.png --reduced\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", help="trace file written by `grainlab record`")
     p.add_argument("--graphml", metavar="OUT", help="write the grain graph as GraphML")
     p.add_argument("--perfetto", metavar="OUT",
                    help="write a Chrome trace-event JSON file (threads, grains, flows)")
+    p.add_argument("--svg", metavar="OUT", help="write the grain graph drawn as the "
+                   "thesis draws it (the web app's layout) as SVG")
+    p.add_argument("--png", metavar="OUT", help="the same drawing as PNG (needs Chromium)")
     p.add_argument("--reduced", action="store_true",
-                   help="GraphML of the reduced graph (fragments, forks and "
+                   help="GraphML / drawing of the reduced graph (fragments, forks and "
                         "book-keeping grouped; for display of large graphs)")
+    p.add_argument("--depth", type=int, metavar="N", help="drawing: collapse every "
+                   "subtree below tree level N into one summary node (default: as "
+                   "deep as %d grains / %d nodes allow)" % (OWNER_BUDGET, NODE_BUDGET))
+    p.add_argument("--time", choices=["dag", "wall"], default="dag",
+                   help="drawing: DAG time (each node starts where its predecessors "
+                        "end; default) or wall-clock time")
+    p.add_argument("--problem", metavar="NAME", default="parallel_benefit",
+                   help="drawing: the problem whose grains are filled by severity "
+                        "(default parallel_benefit; 'none' for structure only)")
     p.add_argument("--no-metrics", action="store_true",
                    help="skip computing metrics (export graph columns only)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -37,16 +54,22 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    if not args.graphml and not args.perfetto:
-        raise UsageError("export: give --graphml OUT and/or --perfetto OUT")
-    if args.reduced and not args.graphml:
-        raise UsageError("export: --reduced applies to --graphml only")
-    for out in (args.graphml, args.perfetto):
+    drawing = args.svg or args.png
+    if not args.graphml and not args.perfetto and not drawing:
+        raise UsageError("export: give --graphml OUT, --perfetto OUT, --svg OUT and/or --png OUT")
+    if args.reduced and not (args.graphml or drawing):
+        raise UsageError("export: --reduced applies to --graphml, --svg and --png only")
+    if args.depth is not None and args.depth < 0:
+        raise UsageError("export: --depth must be >= 0")
+    for out in (args.graphml, args.perfetto, args.svg, args.png):
         if out:
             resolve_output(out, "the export")      # before the long analysis
 
     progress = Progress(quiet=args.quiet)
-    g = graph_for_export(Analysis(args.trace, progress=progress), metrics=not args.no_metrics)
+    a = Analysis(args.trace, progress=progress)
+    g = graph_for_export(a, metrics=not args.no_metrics or bool(drawing))
+    if drawing:
+        _drawings(args, a, g, progress)
     if args.graphml:
         progress(f"writing {args.graphml}")
         from ..export import write_graphml
@@ -60,6 +83,25 @@ def run(args) -> int:
         print(f"{args.perfetto}: trace-event JSON, {info['grain_slices']} grain slices, "
               f"{info['slices']} slices, {info['flows']} flows, {_mb(info['bytes'])}")
     return 0
+
+
+def _drawings(args, a, g, progress):
+    from ..export.drawing import GrainLayout, problem_severity
+    from ..export.svg import write_png, write_svg
+    sev = problem_severity(a, args.problem)
+    d = GrainLayout(g).draw(mode=args.time, depth="auto" if args.depth is None else args.depth,
+                            fragments=args.reduced, forks=args.reduced,
+                            bookkeeping=args.reduced, severity=sev)
+    title = f"{Path(args.trace).name}: grain graph" + (
+        f", {args.problem} problems filled by severity" if sev is not None else "")
+    c = d.counts()
+    what = ", ".join(f"{c[k]} {k}" for k in ("fragment", "chunk", "fork", "join",
+                                              "bookkeeping", "summary") if c.get(k))
+    for out, write, kind in ((args.svg, write_svg, "SVG"), (args.png, write_png, "PNG")):
+        if out:
+            progress(f"writing {out}")
+            info = _atomic(Path(out), lambda p, w=write: w(d, p, title=title))
+            print(f"{out}: {kind}, {what}; {len(d.edges)} edges, {_mb(info['bytes'])}")
 
 
 def graph_for_export(a, metrics=True):

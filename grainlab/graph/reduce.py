@@ -33,14 +33,15 @@ def _owner_runs(grain: np.ndarray, flag: np.ndarray) -> np.ndarray:
     return c - flag - before_first
 
 
-def reduce(g, fragments: bool = True, forks: bool = True, bookkeeping: bool = True) -> ReducedGraph:
-    nodes = g.nodes
-    n = len(nodes)
-    typ = nodes["type"].astype(object).to_numpy()
-    owner = nodes["owner"].to_numpy()
-    ids = np.arange(n)
+def group_codes(typ: np.ndarray, owner: np.ndarray, fragments: bool = True,
+                forks: bool = True, bookkeeping: bool = True) -> np.ndarray:
+    """Reduced-node code (0..K-1, in first-member order) of every node, from
+    its type (str array) and owner (nodes of one owner consecutive, -1 for a
+    team join). Works on any subset of whole owners' chains, in node order:
+    the drawing (grainlab.export.drawing) reduces only what it shows."""
+    n = len(typ)
     tag = np.full(n, UNGROUPED)
-    seg = ids.copy()
+    seg = np.arange(n)
     owned = owner >= 0
     if fragments:
         m = owned & (typ == "fragment")
@@ -58,6 +59,14 @@ def reduce(g, fragments: bool = True, forks: bool = True, bookkeeping: bool = Tr
         seg[m] = others_before[m]
     key_grain = np.where(tag == UNGROUPED, -2, owner)
     codes, _ = pd.factorize(pd.MultiIndex.from_arrays([tag, key_grain, seg]), sort=False)
+    return codes
+
+
+def reduce(g, fragments: bool = True, forks: bool = True, bookkeeping: bool = True) -> ReducedGraph:
+    nodes = g.nodes
+    typ = nodes["type"].astype(object).to_numpy()
+    owner = nodes["owner"].to_numpy()
+    codes = group_codes(typ, owner, fragments, forks, bookkeeping)
     group = pd.Series(codes, index=nodes.index, name="group")
 
     agg = {"type": ("type", "first"), "grain": ("grain", "first"), "n_members": ("duration", "size"),

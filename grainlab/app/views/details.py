@@ -6,9 +6,10 @@ import html as _html
 import math
 
 import numpy as np
-from dash import Input, Output, html
+from dash import Input, Output, dcc, html
 
 from ..data import AppData
+from ..state import format_state
 
 
 def pane(data: AppData):
@@ -19,7 +20,26 @@ def pane(data: AppData):
 def register(app, data: AppData, figures):
     @app.callback(Output("details", "children"), Input("state", "data"))
     def details(state):
-        return _details(data, (state or {}).get("grain"))
+        out = _details(data, (state or {}).get("grain"))
+        zoom = _zoom_link(data, state)
+        return [zoom, *out] if zoom is not None and isinstance(out, list) else out
+
+
+def _zoom_link(data: AppData, state):
+    """A link to the threads view zoomed to the selected grain (its rows and
+    its time, with a margin), the rest of the view state kept."""
+    gid = (state or {}).get("grain")
+    seg = data.segments
+    own = seg[(seg["owner"].to_numpy() == gid) & (seg["row"].to_numpy() >= 0)] \
+        if gid is not None else seg.iloc[:0]
+    if not len(own):
+        return None
+    t0, t1 = float(own["start"].min()) / 1e6, float(own["end"].max()) / 1e6
+    pad = max((t1 - t0) * 0.25, 1e-3)
+    r0, r1 = int(own["row"].min()), int(own["row"].max())
+    st = {**state, "view": "threads", "tzoom": [r0 - 0.6, r1 + 0.6, max(t0 - pad, 0.0), t1 + pad]}
+    return html.P(dcc.Link("zoom the threads view to this grain", id="details-zoom",
+                           href=format_state(st)))
 
 
 def _details(data: AppData, gid):

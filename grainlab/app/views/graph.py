@@ -1,9 +1,12 @@
-"""The grain graph: every grain a segment from its start to its end, time
-flowing down, a task's children beside it, coloured by the chosen problem;
-the critical path in red. Also the count of problem grains in the controls."""
+"""The grain graph, as the thesis draws it (grainlab.export.drawing): fork,
+join and book-keeping shapes, fragments and chunks as rectangles as long as
+their execution time in DAG time, coloured by the chosen problem, the
+critical path in red, large subtrees collapsed into summary nodes that
+expand on click; or (second mode) grains placed at their wall-clock times.
+Also the count of problem grains in the controls."""
 from __future__ import annotations
 
-from dash import Input, Output, dcc, no_update
+from dash import Input, Output, dcc, html, no_update
 
 from ... import problems as P
 from ..data import LOCATION_VIEW, NO_PROBLEM, AppData
@@ -13,7 +16,20 @@ GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", 
 
 
 def pane(data: AppData):
-    return dcc.Graph(id="graph-fig", config=GRAPH_CONFIG, style={"height": "78vh"})
+    controls = html.Div(className="row graph-controls", children=[
+        html.Label("time "),
+        dcc.RadioItems(id="graph-layout", value="dag", inline=True, options=[
+            {"label": "DAG (thesis: each node starts where its predecessors end)",
+             "value": "dag"},
+            {"label": "wall clock", "value": "wall"}]),
+        html.Label(" · reduce "),
+        dcc.Checklist(id="graph-reduce", value=[], inline=True, options=[
+            {"label": "fragments", "value": "fragments"}, {"label": "forks", "value": "forks"},
+            {"label": "book-keeping", "value": "bookkeeping"}]),
+        html.Button("collapse last expanded", id="graph-collapse", n_clicks=0),
+    ])
+    return html.Div([controls, dcc.Graph(id="graph-fig", config=GRAPH_CONFIG,
+                                         style={"height": "74vh"})])
 
 
 def register(app, data: AppData, figures):
@@ -26,7 +42,8 @@ def register(app, data: AppData, figures):
             _, count = data.severity(state["problem"], state["threshold"], state.get("location"))
             return no_update, count_text(data, state, count), no_update
         fig, level, count = figures.get(state, "graph")
-        return fig, count_text(data, state, count), f" · {level} view"
+        wall = state.get("layout", "dag") == "wall"
+        return fig, count_text(data, state, count), f" · {level}{' view' if wall else ''}"
 
 
 def count_text(data: AppData, state: dict, count: int) -> str:

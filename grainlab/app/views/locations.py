@@ -36,7 +36,7 @@ def register(app, data: AppData, figures):
             raise PreventUpdate
         st = current(state, search, data)
         st.update(problem=LOCATION_VIEW, location=loc_rows[0], threshold=None, view="graph")
-        return st, format_state(st), st["view"], st["problem"], no_update
+        return st, format_state(st), st["view"], st["problem"], no_update, no_update, no_update
 
 
 def _columns(data: AppData) -> list:

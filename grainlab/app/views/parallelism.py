@@ -1,18 +1,38 @@
-"""Parallelism over time: exposed (grains at their earliest start) and
-achieved (grains running), against the cores used."""
+"""Parallelism over time, two panels on their own time axes: exposed
+parallelism in DAG time (grains at their earliest start) and achieved
+parallelism in wall-clock time (grains running) against the cores used;
+linear or log scale. Drawn when first shown (not with the page: its
+profiles are the page's largest figure)."""
 from __future__ import annotations
 
-from dash import dcc
+from dash import Input, Output, dcc, html, no_update
 
 from ..data import AppData
 from ..figures import parallelism_figure
+from ..state import parse_state
 from .graph import GRAPH_CONFIG
 
 
 def pane(data: AppData):
-    return dcc.Graph(id="parallelism-fig", config=GRAPH_CONFIG, style={"height": "70vh"},
-                     figure=parallelism_figure(data.ideal, data.achieved, data.cores))
+    return html.Div([
+        html.Div(className="row graph-controls", children=[
+            html.Label("scale "),
+            dcc.RadioItems(id="parallelism-scale", value="linear", inline=True,
+                           options=[{"label": "linear", "value": "linear"},
+                                    {"label": "log", "value": "log"}])]),
+        dcc.Graph(id="parallelism-fig", config=GRAPH_CONFIG, style={"height": "72vh"})])
 
 
 def register(app, data: AppData, figures):
-    """Nothing to do: the figure is drawn once, with the page."""
+    drawn = {}
+
+    @app.callback(Output("parallelism-fig", "figure"), Input("state", "data"),
+                  Input("parallelism-scale", "value"))
+    def draw(state, scale):
+        state = state or parse_state("", data)
+        if state["view"] != "parallelism":
+            return no_update
+        log = scale == "log"
+        if log not in drawn:       # two figures at most, kept
+            drawn[log] = parallelism_figure(data.ideal, data.achieved, data.cores, log=log)
+        return drawn[log]

@@ -1,0 +1,207 @@
+"""The thesis's grain graph (grainlab.export.drawing) as a Plotly figure: the
+same layout as `grainlab export --svg`, drawn with WebGL traces.
+
+Every trace's `meta` names the kind of element it holds (fragment, chunk,
+summary, fork, join, bookkeeping; edges creation, synchronization,
+continuation, dependence; critical), and every drawn element is one
+customdata entry: the grain (or context) id for rectangles and shapes, the
+expand token ("c<id>", "m<id>") for a summary. Tests count elements by it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..export.drawing import (CRITICAL, EDGE_COLORS, KIND_COLORS, SEVERITY_COLORS,
+                              SUMMARY_BORDER, Drawing, item_fill)
+
+MS = 1e6
+LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
+SVG_LIMIT = 8_000        # elements + edges drawn as SVG rather than WebGL traces
+SUMMARY_LABELS = 40      # summaries labelled only when this few (hover says the rest)
+SHAPES = {"fork": "triangle-down", "join": "circle", "bookkeeping": "square"}
+KIND_NAMES = {"fragment": "fragment", "chunk": "chunk", "summary": "collapsed subtree (click)"}
+
+
+def _segments(x, y0, y1, cd):
+    k = len(x)
+    px, py = np.empty(3 * k), np.empty(3 * k)
+    px[0::3], px[1::3], px[2::3] = x, x, np.nan
+    py[0::3], py[1::3], py[2::3] = y0, y1, np.nan
+    return px, py, np.repeat(np.asarray(cd, dtype=object), 3).tolist()
+
+
+def dag_figure(d: Drawing, hover=None, title="") -> dict:
+    """The figure as a plain dict (Plotly's own objects would validate every
+    array again: half the time of a 10^6-grain view). `hover`: label per
+    grain/context id (rectangles' hover text)."""
+    it = d.items
+    lo, hi = d.window
+    min_len = (hi - lo) * 0.003          # a zero-length rectangle stays visible
+    x = it["x"].to_numpy(np.float64)
+    y0 = it["y0"].to_numpy(np.float64)
+    y1 = np.maximum(it["y1"].to_numpy(np.float64), y0 + min_len)
+    kind = it["kind"].to_numpy().astype(str)
+    crit = it["critical"].to_numpy(bool)
+    bar = float(np.clip(900 / max(d.n_columns, 1) * 0.55, 2, 14))
+    fig = []
+    _add_edges(fig, d, x, y0, y1)
+    rect = np.isin(kind, ["fragment", "chunk", "summary"])
+    m = rect & crit
+    if m.any():
+        px, py, cd = _segments(x[m], y0[m] / MS, y1[m] / MS, it["grain"].to_numpy()[m])
+        fig.append(dict(type="scattergl", x=px, y=py, mode="lines", name="critical path",
+                                   meta="critical", hoverinfo="skip", customdata=cd,
+                                   line=dict(color=CRITICAL, width=bar + 4)))
+    m = (kind == "chunk") & ~crit
+    if m.any():          # a chunk: a green border around its fill (thesis Fig. 5.3g)
+        px, py, _ = _segments(x[m], y0[m] / MS, y1[m] / MS, np.zeros(m.sum()))
+        fig.append(dict(type="scattergl", x=px, y=py, mode="lines", hoverinfo="skip",
+                        name="chunk border", meta="chunk-border", showlegend=False,
+                        line=dict(color=KIND_COLORS["chunk"], width=bar + 4)))
+    m = kind == "summary"
+    if m.any():          # a collapsed subtree: a purple border around its fill
+        px, py, _ = _segments(x[m], y0[m] / MS, y1[m] / MS, np.zeros(m.sum()))
+        fig.append(dict(type="scattergl", x=px, y=py, mode="lines", hoverinfo="skip",
+                                   name="collapsed subtree", meta="summary-border",
+                                   showlegend=False,
+                                   line=dict(color=SUMMARY_BORDER, width=bar + 8)))
+    _add_rects(fig, d, rect, x, y0, y1, bar, hover)
+    if m.any():          # and a handle in its middle to click (hover picks points)
+        tok = it["token"].to_numpy(dtype=object)[m]
+        fig.append(dict(type="scattergl",
+            x=x[m], y=(y0[m] + y1[m]) / 2 / MS, mode="markers", meta="summary-handle",
+            customdata=tok.tolist(), name="collapsed subtree: click to expand",
+            text=_hover(it, m, "summary", None)[0::3], hovertemplate="%{text}<extra></extra>",
+            marker=dict(symbol="square", size=float(np.clip(bar + 4, 8, 16)),
+                        color="white", line=dict(color=SUMMARY_BORDER, width=2))))
+    _add_shapes(fig, it, kind, crit, x, y0, y1, bar)
+    _add_labels(fig, it, kind, x, y0, y1)
+    what = "DAG time: each node starts where its predecessors end" if d.mode == "dag" \
+        else "wall-clock time"
+    layout = dict(
+        title=dict(text=title or f"Grain graph ({what})", font=dict(size=14)),
+        margin=dict(l=60, r=10, t=40, b=10), uirevision=f"dag-{d.mode}",
+        legend=dict(font=dict(size=11)), plot_bgcolor="white", clickmode="event",
+        dragmode="zoom", hovermode="closest",
+        xaxis=dict(showgrid=False, zeroline=False, showticklabels=False,
+                   range=[-1, max(d.n_columns, 1)]),
+        yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time (ms)"),
+                   gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False))
+    if len(it) + len(d.edges) <= SVG_LIMIT:
+        # SVG traces: faster than WebGL to start for a few thousand elements
+        # (no GL context per trace; headless browsers have no GPU)
+        for tr in fig:
+            if tr["type"] == "scattergl":
+                tr["type"] = "scatter"
+    return {"data": fig, "layout": layout}
+
+
+def _add_edges(fig, d: Drawing, x, y0, y1):
+    e = d.edges
+    if not len(e):
+        return
+    s, t = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
+    typ = e["type"].to_numpy().astype(str)
+    crit = e["critical"].to_numpy(bool)
+    for name in ["continuation", "creation", "synchronization", "dependence", "critical"]:
+        m = crit if name == "critical" else (typ == name) & ~crit
+        if not m.any():
+            continue
+        k = int(m.sum())
+        px, py = np.empty(3 * k), np.empty(3 * k)
+        px[0::3], px[1::3], px[2::3] = x[s[m]], x[t[m]], np.nan
+        py[0::3], py[1::3], py[2::3] = y1[s[m]] / MS, y0[t[m]] / MS, np.nan
+        color = CRITICAL if name == "critical" else EDGE_COLORS[name]
+        fig.append(dict(type="scattergl",
+            x=px, y=py, mode="lines", hoverinfo="skip", meta=f"edge {name}",
+            name=f"{name} edges" if name != "critical" else "critical edges",
+            line=dict(color=color, width=2 if name == "critical" else 1),
+            opacity=0.9 if name in ("critical", "continuation") else 0.7))
+
+
+def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover):
+    it = d.items
+    fill = item_fill(it, d.n_grains)
+    kind = it["kind"].to_numpy().astype(str)
+    grain = it["grain"].to_numpy(np.int64)
+    token = it["token"].to_numpy(dtype=object) if "token" in it else np.full(len(it), None)
+    for k in ["fragment", "chunk", "summary"]:
+        for color in sorted(set(fill[rect & (kind == k)])):
+            m = rect & (kind == k) & (fill == color)
+            cd = token[m] if k == "summary" else grain[m]
+            px, py, cdl = _segments(x[m], y0[m] / MS, y1[m] / MS, cd)
+            fig.append(dict(type="scattergl",
+                x=px, y=py, mode="lines", customdata=cdl, meta=k,
+                name=_legend_name(k, color), text=_hover(it, m, k, hover),
+                hovertemplate="%{text}<extra></extra>",
+                line=dict(color=color, width=bar + (4 if k == "summary" else 0))))
+
+
+def _legend_name(kind, color) -> str:
+    if color in SEVERITY_COLORS:
+        step = SEVERITY_COLORS.index(color)
+        return f"{KIND_NAMES[kind]}: problem, {20 * step}-{20 * step + 20}% past threshold"
+    if color == "#e8e8e8":
+        return f"{KIND_NAMES[kind]}: no problem (dimmed)"
+    if color == "#9e9e9e":
+        return "serial / team code"
+    return KIND_NAMES[kind]
+
+
+def _hover(it, m, kind, hover) -> list:
+    w = (it["weight"].to_numpy(np.float64)[m] / 1e3).round(2).astype(str)
+    if kind == "summary":
+        t = ("collapsed subtree: " + it["n_grains"].to_numpy()[m].astype(np.int64).astype(str)
+             + " grains<br>work " + w + " us, span "
+             + (it["span"].to_numpy(np.float64)[m] / 1e3).round(1).astype(str)
+             + " us<br>click to expand")
+    else:
+        g = it["grain"].to_numpy(np.int64)[m]
+        base = np.asarray(hover, dtype=object)[g] if hover is not None else g.astype(str)
+        n = it["n_members"].to_numpy(np.int64)[m]
+        t = (base.astype(str) + "<br>" + kind + ": " + w + " us"
+             + np.where(n > 1, " (" + n.astype(str) + " grouped)", ""))
+    out = np.empty(3 * len(t), dtype=object)
+    out[0::3], out[1::3], out[2::3] = t, t, ""
+    return out.tolist()
+
+
+def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
+    size = float(np.clip(bar + 2, 6, 13))
+    y0r, y1r = it["y0"].to_numpy(np.float64), it["y1"].to_numpy(np.float64)
+    for k, symbol in SHAPES.items():
+        m = kind == k
+        if not m.any():
+            continue
+        # a fork, join or book-keeping node that took time: a thin bar as
+        # long as its weight behind its shape (a slow join shows its length)
+        long = m & (y1r - y0r > (y1r.max() - y0r.min()) * 0.004)
+        if long.any():
+            px, py, _ = _segments(x[long], y0r[long] / MS, y1r[long] / MS, np.zeros(long.sum()))
+            fig.append(dict(type="scattergl", x=px, y=py, mode="lines", hoverinfo="skip",
+                            meta=f"{k}-extent", showlegend=False,
+                            line=dict(color=KIND_COLORS[k], width=max(bar / 3, 2))))
+        n = it["n_members"].to_numpy(np.int64)[m]
+        w = (it["weight"].to_numpy(np.float64)[m] / 1e3).round(2).astype(str)
+        text = (k + " of #" + it["grain"].to_numpy(np.int64)[m].astype(str) + ": " + w + " us"
+                + np.where(n > 1, " (" + n.astype(str) + " grouped)", ""))
+        fig.append(dict(type="scattergl",
+            x=x[m], y=(y0[m] + y1[m]) / 2 / MS, mode="markers", meta=k, name=k,
+            customdata=it["grain"].to_numpy(np.int64)[m].tolist(), text=text.tolist(),
+            hovertemplate="%{text}<extra></extra>",
+            marker=dict(symbol=symbol, size=size, color=KIND_COLORS[k],
+                        line=dict(color=np.where(crit[m], CRITICAL, "white").tolist(),
+                                  width=np.where(crit[m], 2, 0.5).tolist()))))
+
+
+def _add_labels(fig, it, kind, x, y0, y1):
+    lab = it["label"].to_numpy(dtype=object)
+    m = np.isin(kind, ["chunk", "summary"]) & (lab != "") & ~np.equal(lab, None)
+    if (kind[m] == "summary").sum() > SUMMARY_LABELS:      # they would overlap
+        m &= kind != "summary"
+    if not m.any() or m.sum() > LABEL_LIMIT:
+        return
+    fig.append(dict(type="scatter", x=x[m] + 0.35, y=(y0[m] + y1[m]) / 2 / MS, mode="text",
+                             text=lab[m].tolist(), textposition="middle right",
+                             textfont=dict(size=10, color="#333"), meta="labels",
+                             name="labels", hoverinfo="skip", showlegend=False))

@@ -1,0 +1,97 @@
+"""The summary to land on: `grainlab analyze`'s header, the problem table and
+where the span goes, each linking into the view that shows it (links set the
+URL, which holds the view state: grainlab.app.state)."""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from dash import dcc, html
+
+from ..data import LOCATION_VIEW, NO_PROBLEM, AppData
+from ..state import PROBLEM_LABELS
+
+
+def _ns(ns) -> str:
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _link(text, cls=None, **q):
+    return dcc.Link(text, href="?" + urlencode(q), className=cls)
+
+
+def pane(data: AppData):
+    r = data.report
+    return html.Div(id="summary", className="summary", children=[
+        html.H3("Summary"), _header(r, data),
+        html.H4("Problems"), _problems(r, data),
+        html.H4("Where the span goes"), _span(r, data)])
+
+
+def register(app, data: AppData, figures):
+    """Nothing to do: links change the URL, the state follows."""
+
+
+def _header(r: dict, data: AppData):
+    td = r.get("time_decomposition") or {}
+    rows = [("grains", f"{r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) on "
+                       f"{r['cores_used']} core(s)"),
+            ("work", f"{_ns(r['work_ns'])} (in grains {_ns(r['grain_work_ns'])})"),
+            ("span", f"{_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains"
+                     + (f" ({data.span_note})" if data.span_note else "")),
+            ("exposed parallelism", f"{r['parallelism']:.3g} (work / span)")]
+    if td.get("total"):
+        pct = {k: 100.0 * td[k] / td["total"] for k in ("work", "overhead", "idle")}
+        rows.append(("thread time", f"work {pct['work']:.1f}%, runtime overhead "
+                                    f"{pct['overhead']:.1f}%, idle {pct['idle']:.1f}%"))
+    body = [html.Tr([html.Td(k), html.Td(v)]) for k, v in rows]
+    links = html.P(["See: ", _link("the grain graph", view="graph", problem=NO_PROBLEM), " · ",
+                    _link("parallelism over time", view="parallelism"), " · ",
+                    _link("threads (Gantt)", view="threads"), " · ",
+                    _link("source locations", view="locations")])
+    return html.Div([html.Table(className="kv summary-kv", children=body), links])
+
+
+def _problems(r: dict, data: AppData):
+    head = html.Tr([html.Th(c) for c in ("problem", "threshold", "grains", "%",
+                                         "on critical path", "work", "worst location")])
+    rows = [head]
+    for name, p in r["problems"].items():
+        label = PROBLEM_LABELS.get(name, name)
+        th = f"{p['direction']} {p['threshold']:.3g}"
+        if not p["available"]:
+            rows.append(html.Tr([html.Td(label), html.Td(th), html.Td("unavailable",
+                                                                     colSpan=5)]))
+            continue
+        locs = p.get("locations") or []
+        where = _link(locs[0]["location"], view="graph", problem=LOCATION_VIEW,
+                      location=locs[0]["location"]) if locs else ""
+        rows.append(html.Tr(className="flagged" if p["grains"] else None, children=[
+            html.Td(_link(label, cls="problem-link", view="graph", problem=name)),
+            html.Td(th), html.Td(p["grains"]), html.Td(f"{p['percent']:.1f}%"),
+            html.Td(p["on_critical_path"]), html.Td(_ns(p["work_ns"])), html.Td(where)]))
+    return html.Table(id="summary-problems", className="kv problems", children=rows)
+
+
+def _span(r: dict, data: AppData):
+    pt = r["critical_path_time"]
+    span = max(float(r["span_ns"]), 1.0)
+    parts = [("in grains", pt["grains_ns"])]
+    parts += [(f"{c['kind']} task {c['identity']} (serial / team code)", c["ns"])
+              for c in pt["contexts"][:3]]
+    if pt["barriers_ns"]:
+        parts.append(("team barriers", pt["barriers_ns"]))
+    rows = [html.Tr([html.Td(k), html.Td(_ns(v)), html.Td(f"{100 * v / span:.1f}%"),
+                     html.Td(html.Div(className="bar", style={"width": f"{100 * v / span:.0f}%"}))])
+            for k, v in parts]
+    grains = [html.Li([_link(f"#{c['grain']}", view="graph", grain=c["grain"],
+                             problem=NO_PROBLEM),
+                       f" {c['kind']} {c['identity']} at {c['location']}: {_ns(c['work_ns'])}"])
+              for c in r["critical_path_grains"][:10]]
+    return html.Div([html.Table(id="summary-span", className="kv span", children=rows),
+                     html.P(["The critical path is red on ",
+                             _link("the grain graph", view="graph", problem=NO_PROBLEM),
+                             "; its first grains:"]), html.Ul(grains)])

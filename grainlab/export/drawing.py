@@ -1,0 +1,462 @@
+"""The grain graph drawn as the thesis draws it (§5.4.1, Fig. 5.3): one layout
+shared by the web app (grainlab.app) and the static export
+(grainlab.export.svg).
+
+- Every owner (task, chunk, initial or implicit task) has a column; columns
+  are the task tree in pre-order, so a task's children sit right of it,
+  local to their parent's context, a loop's chunks side by side right of
+  the implicit task that ran them, and a subtree never interleaves with
+  another (edges do not cross subtrees).
+- Time flows down. In *DAG time* (the default) a node starts where its
+  predecessors end in the DAG (`earliest_finish - duration`) and is as long
+  as its weight, so there are no gaps from waiting and lengths read as
+  grain sizes; in *wall-clock* time nodes sit at their recorded times.
+- Items are the drawn elements: fragment, chunk (rectangles), fork, join,
+  bookkeeping (shapes), and summary: a collapsed subtree (DAGViz-style),
+  drawn as one node with its grains, work, span and worst problem, which
+  expands on request. Edges: creation, synchronization, continuation
+  (and dependence), between items; `critical` where on the critical path.
+- Reductions (`fragments`, `forks`, `bookkeeping`, as `GrainGraph.reduce`)
+  group nodes of the shown owners into one item each, keeping the members'
+  count and summed weight.
+
+Everything is column arithmetic over owners and nodes; only what is shown
+is grouped and aggregated, so a collapsed view of 10^6 grains costs a few
+passes over the node table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..graph.model import NODE_TYPES
+from ..graph.reduce import group_codes
+from .tree import tree
+
+OWNER_BUDGET = 400       # owners (grains + contexts) shown before collapsing deeper levels
+NODE_BUDGET = 5_000       # nodes shown before collapsing deeper levels
+BOOKKEEPING_BUDGET = 1_000  # book-keeping nodes shown one by one before grouping them per thread
+SIBLING_PAGE = 200         # children of an expanded node shown per page
+
+# Colours (thesis Fig. 5.3): green forks and creation edges, orange joins and
+# synchronization edges, turquoise book-keeping, green chunks, black
+# continuation edges, red for the critical path; problem grains by severity
+# (5 steps, light orange to purple), everything else dimmed.
+CRITICAL = "#e31a1c"
+KIND_COLORS = {"fork": "#2ca02c", "join": "#ff7f0e", "bookkeeping": "#17becf",
+               "chunk": "#31a354", "fragment": "#9ecae1", "summary": "#cbc9e2"}
+SUMMARY_BORDER = "#6a51a3"
+EDGE_COLORS = {"creation": "#2ca02c", "synchronization": "#ff7f0e",
+               "continuation": "#222222", "dependence": "#7f7f7f"}
+SEVERITY_COLORS = ["#fdd0a2", "#fdae6b", "#f16913", "#a63603", "#54278f"]
+CONTEXT_COLOR = "#9e9e9e"     # serial / team code (initial and implicit tasks)
+DIMMED = "#e8e8e8"
+
+
+@dataclass
+class Drawing:
+    """What to draw. items (index = item id): kind, grain (owner id whose
+    column it is: grain id < n_grains, else context; -1 for a summary),
+    x (column), y0, y1 (ns from the top), weight (ns, summed over members),
+    n_members, critical, sev (problem severity 0..1 of the grain; NaN where
+    none applies), label, and for summaries: token (to expand it),
+    n_grains, work (ns), span (ns, its drawn extent). edges: src, dst (item
+    ids), type, critical, count (graph edges merged)."""
+    items: pd.DataFrame
+    edges: pd.DataFrame
+    mode: str
+    n_columns: int
+    n_grains: int
+    collapsed_depth: int | None
+    window: tuple = (0, 1)   # (y0, y1) ns: the grains' extent, what a view shows first
+    extra: dict = field(default_factory=dict)
+
+    def counts(self) -> dict:
+        return self.items["kind"].value_counts().to_dict()
+
+
+class GrainLayout:
+    """Per-trace preparation (once): the tree, each node's column owner and
+    times, each owner's extent. `draw(...)` then lays out one view."""
+
+    def __init__(self, g, key: np.ndarray | None = None):
+        gr, cx = g.grains, g.contexts
+        self.g = g
+        self.n_grains = G = len(gr)
+        parent = np.r_[gr["parent"].to_numpy(np.int64), cx["parent"].to_numpy(np.int64)]
+        M = self.n_owners = len(parent)
+        parent = np.where((parent >= 0) & (parent < M), parent, -1)
+        if key is None:
+            key = np.r_[gr["start"].to_numpy(np.int64), cx["start"].to_numpy(np.int64)]
+        self.tree = tree(parent, key)
+        self.by_pos = self.tree.by_pos
+        nodes = g.nodes
+        self.n_nodes = len(nodes)
+        self.typ = np.asarray(NODE_TYPES, dtype=object)[_type_codes(nodes["type"])]
+        self.owner = nodes["owner"].to_numpy(np.int64)
+        self.col = _columns(g, self.tree.pos)
+        dur = nodes["duration"].to_numpy(np.int64)
+        ef = nodes["earliest_finish"].to_numpy(np.int64)
+        start, end = nodes["start"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
+        self.origin = int(start.min()) if len(start) else 0
+        self.y = {"dag": (ef - dur, ef), "wall": (start - self.origin, end - self.origin)}
+        self.duration = dur
+        self.node_critical = nodes["on_critical_path"].to_numpy(bool)
+        e = g.edges
+        self.e_src, self.e_dst = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
+        self.e_type = _codes_and_names(e["type"])
+        self.e_critical = e["on_critical_path"].to_numpy(bool)
+        self.nodes_per_owner = np.bincount(self.col, minlength=M)
+        self.owner_extent = {m: _owner_extent(self.col, *self.y[m], M) for m in self.y}
+        work = np.r_[gr["work"].to_numpy(np.int64), cx["work"].to_numpy(np.int64)]
+        is_grain = np.arange(M) < G
+        crit = np.zeros(M, bool)
+        crit[self.col[self.node_critical]] = True
+        bp = self.by_pos
+        # prefix sums in pre-order: a subtree's total is a difference
+        self.cum_grains = np.r_[0, np.cumsum(is_grain[bp])]
+        self.cum_work = np.r_[0, np.cumsum(work[bp])]
+        self.crit_pos = crit[bp]
+        self.labels = _chunk_labels(gr)
+
+    # -- what is shown ------------------------------------------------------
+    def auto_depth(self) -> int | None:
+        """Deepest tree level D such that everything down to D fits the
+        budgets (None: the whole graph fits)."""
+        t = self.tree
+        if self.n_owners <= OWNER_BUDGET and self.n_nodes <= NODE_BUDGET:
+            return None
+        per_depth = np.bincount(t.depth)
+        nodes_depth = np.bincount(t.depth, weights=self.nodes_per_owner)
+        ok = (np.cumsum(per_depth) <= OWNER_BUDGET) & (np.cumsum(nodes_depth) <= NODE_BUDGET)
+        return max(int(np.flatnonzero(ok)[-1]) if ok.any() else 0, 0)
+
+    def intervals(self, depth, expand=()):
+        """Shown summaries as pre-order intervals [a, b) (sorted, disjoint) with
+        their tokens; and the mask of owners shown as themselves."""
+        t, M = self.tree, self.n_owners
+        expanded, pages = _parse_tokens(expand, M)
+        starts, ends, toks = [], [], []
+        if depth is not None:
+            expanded |= self._flat_parents(depth)
+            cand = (t.depth >= depth) & (t.size > 1) & ~expanded
+            ids = np.flatnonzero(cand)
+            starts.append(t.pos[ids])
+            ends.append(t.pos[ids] + t.size[ids])
+            toks.append(ids)                       # "c<id>": the subtree of <id>
+            # children of expanded nodes below the cut: a page at a time
+            par = t.parent
+            deep = (par >= 0) & (t.depth > depth)
+            limit = SIBLING_PAGE * (1 + pages)
+            over = deep & (t.sib_rank == limit[np.maximum(par, 0)]) & expanded[np.maximum(par, 0)]
+            ids = np.flatnonzero(over)
+            p = par[ids]
+            starts.append(t.pos[ids])
+            ends.append(t.pos[p] + t.size[p])
+            toks.append(-1 - p)                    # "m<id>": more children of <id>
+        a = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+        b = np.concatenate(ends) if ends else np.zeros(0, np.int64)
+        tok = np.concatenate(toks) if toks else np.zeros(0, np.int64)
+        # a page of siblings that starts at a collapsed child: the page wins
+        order = np.lexsort((-b, a))
+        first = np.r_[True, a[order][1:] != a[order][:-1]] if len(a) else np.zeros(0, bool)
+        a, b, tok = a[order][first], b[order][first], tok[order][first]
+        cov = np.zeros(M + 1, np.int64)
+        np.add.at(cov, a, 1)
+        np.add.at(cov, b, -1)
+        cov = np.cumsum(cov)[:M]
+        top = cov[a] == 1 if len(a) else np.zeros(0, bool)
+        # a collapsed node inside another interval is not shown (covered
+        # twice at its start); the interval of its own is covered once
+        order = np.argsort(a[top], kind="stable")
+        a, b, tok = a[top][order], b[top][order], tok[top][order]
+        tok = np.where(tok >= 0, np.char.add("c", tok.astype(str)),
+                       np.char.add("m", (-1 - tok).astype(str))) if len(tok) \
+            else np.zeros(0, str)
+        shown = cov == 0                       # by position
+        return a, b, tok, shown[t.pos]
+
+    def _flat_parents(self, depth) -> np.ndarray:
+        """Owners at the cut whose children are all leaves (an implicit task
+        and its loop chunks, a task and its leaf tasks): shown open, a page
+        of children each, when those pages fit the budget, rather than as
+        one summary that says nothing about them."""
+        t = self.tree
+        nchild = np.bincount(t.parent[t.parent >= 0], minlength=self.n_owners)
+        flat = (t.depth == depth) & (t.size > 1) & (t.size - 1 == nchild)
+        shown = int((t.depth <= depth).sum()) + int(np.minimum(nchild[flat], SIBLING_PAGE).sum())
+        return flat if shown <= 2 * OWNER_BUDGET else np.zeros(self.n_owners, bool)
+
+    def draw(self, mode: str = "dag", expand=(), depth="auto", fragments=False,
+             forks=False, bookkeeping=False, severity=None) -> Drawing:
+        """Lay out one view. depth: "auto" (collapse below the budgets), None
+        (nothing collapsed) or a tree level to collapse below."""
+        if depth == "auto":
+            depth = self.auto_depth()
+        a, b, tok, own_shown = self.intervals(depth, expand)
+        col_of = _column_numbers(self.tree.pos, own_shown, a, self.n_owners)
+        show_node = own_shown[self.col]
+        idx = np.flatnonzero(show_node)
+        # owners with long chains (a loop's book-keeping between its chunks):
+        # the book-keeping grouped per thread, everything grouped beyond
+        auto = not bookkeeping and (len(idx) > NODE_BUDGET or int(
+            (self.typ[idx] == "bookkeeping").sum()) > BOOKKEEPING_BUDGET)
+        bookkeeping = bookkeeping or auto
+        if len(idx) > 4 * NODE_BUDGET and not (fragments and forks):
+            fragments = forks = auto = True
+        codes = group_codes(self.typ[idx], self.owner[idx], fragments, forks, bookkeeping) \
+            if (fragments or forks or bookkeeping) else np.arange(len(idx))
+        items = self._items(mode, idx, codes, col_of)
+        summ = self._summaries(mode, a, b, tok, col_of)
+        K = len(items)
+        item_of = np.full(self.n_nodes, -1, np.int64)
+        item_of[idx] = codes
+        hidden = np.flatnonzero(~show_node)
+        if len(hidden):
+            p = self.tree.pos[self.col[hidden]]
+            item_of[hidden] = K + np.searchsorted(a, p, side="right") - 1
+        items = pd.concat([items, summ], ignore_index=True)
+        edges = self._edges(item_of)
+        d = Drawing(items=items, edges=edges, mode=mode,
+                    n_columns=int(col_of.max()) + 1 if len(col_of) else 0,
+                    n_grains=self.n_grains, collapsed_depth=depth,
+                    window=_window(items, self.n_grains), extra={"auto_reduced": auto})
+        return self.colour(d, severity)
+
+    def colour(self, d: Drawing, severity) -> Drawing:
+        """The drawing with every element's severity (`sev`) for a problem:
+        the grain's for its fragments and chunks, the worst of its grains'
+        for a summary. A new threshold recolours a laid-out drawing."""
+        items = d.items.copy()
+        items["sev"] = _item_severity(items, severity, self.n_grains)
+        summ = np.flatnonzero(items["kind"].to_numpy() == "summary")
+        if severity is not None and len(summ):
+            a = items["pos0"].to_numpy()[summ].astype(np.int64)
+            b = items["pos1"].to_numpy()[summ].astype(np.int64)
+            sev = items["sev"].to_numpy().copy()
+            sev[summ] = self._worst(severity, a, b)
+            items["sev"] = sev
+        return Drawing(items=items, edges=d.edges, mode=d.mode, n_columns=d.n_columns,
+                       n_grains=d.n_grains, collapsed_depth=d.collapsed_depth, window=d.window,
+                       extra=d.extra)
+
+    def _worst(self, severity, a, b) -> np.ndarray:
+        """Worst severity among the grains of each interval [a, b)."""
+        sev = np.r_[np.asarray(severity, np.float64)[:self.n_grains],
+                    np.zeros(self.n_owners - self.n_grains)]
+        idx = np.empty(2 * len(a), np.int64)
+        idx[0::2], idx[1::2] = a, b
+        return np.maximum.reduceat(np.r_[sev[self.by_pos], 0.0], idx)[0::2]
+
+    # -- items and edges ------------------------------------------------------
+    def _items(self, mode, idx, codes, col_of) -> pd.DataFrame:
+        y0, y1 = self.y[mode]
+        col = self.col[idx]
+        f = pd.DataFrame({"code": codes, "kind": self.typ[idx], "grain": col,
+                          "y0": y0[idx], "y1": y1[idx], "weight": self.duration[idx],
+                          "critical": self.node_critical[idx]})
+        it = f.groupby("code", sort=True).agg(
+            kind=("kind", "first"), grain=("grain", "first"), y0=("y0", "min"),
+            y1=("y1", "max"), weight=("weight", "sum"), n_members=("weight", "size"),
+            critical=("critical", "any")).reset_index(drop=True)
+        it["x"] = col_of[it["grain"].to_numpy(np.int64)]
+        gid = it["grain"].to_numpy(np.int64)
+        lab = np.full(len(it), "", dtype=object)
+        chunk = (it["kind"].to_numpy() == "chunk") & (gid < self.n_grains)
+        lab[chunk] = self.labels[gid[chunk]]
+        it["label"] = lab
+        return it
+
+    def _summaries(self, mode, a, b, tok, col_of) -> pd.DataFrame:
+        lo, hi = self.owner_extent[mode]
+        bp = self.by_pos
+        n = len(a)
+        if n:
+            idx = np.empty(2 * n, np.int64)
+            idx[0::2], idx[1::2] = a, b
+            y0 = np.minimum.reduceat(np.r_[lo[bp], 0], idx)[0::2]
+            y1 = np.maximum.reduceat(np.r_[hi[bp], 0], idx)[0::2]
+            crit = np.logical_or.reduceat(np.r_[self.crit_pos, False], idx)[0::2]
+        else:
+            y0 = y1 = np.zeros(0, np.int64)
+            crit = np.zeros(0, bool)
+        ng = self.cum_grains[b] - self.cum_grains[a]
+        work = self.cum_work[b] - self.cum_work[a]
+        x = col_of[bp[a]] if n else np.zeros(0, np.int64)
+        lab = np.char.add(ng.astype(str), " grains") if n else np.zeros(0, str)
+        return pd.DataFrame({
+            "kind": "summary", "grain": -1, "y0": y0, "y1": y1, "weight": work,
+            "n_members": b - a, "critical": crit, "x": x, "label": lab.astype(object),
+            "token": tok.astype(object), "n_grains": ng, "work": work, "span": y1 - y0,
+            "pos0": a, "pos1": b})
+
+    def _edges(self, item_of) -> pd.DataFrame:
+        s, d = item_of[self.e_src], item_of[self.e_dst]
+        keep = (s != d) & (s >= 0) & (d >= 0)
+        codes, names = self.e_type
+        e = pd.DataFrame({"src": s[keep], "dst": d[keep], "type": codes[keep],
+                          "critical": self.e_critical[keep]})
+        e = e.groupby(["src", "dst", "type"], sort=True).agg(
+            critical=("critical", "any"), count=("critical", "size")).reset_index()
+        e["type"] = names[e["type"].to_numpy()]
+        return e
+
+
+def _window(items: pd.DataFrame, G: int) -> tuple:
+    """The grains' extent, with a margin: the serial code before and after
+    the parallel part (often most of a short run) would squeeze it."""
+    y0, y1 = items["y0"].to_numpy(np.float64), items["y1"].to_numpy(np.float64)
+    if not len(items):
+        return (0.0, 1.0)
+    kind = items["kind"].to_numpy().astype(str)
+    gid = items["grain"].to_numpy(np.int64)
+    m = (np.isin(kind, ["fragment", "chunk"]) & (gid >= 0) & (gid < G)) | (kind == "summary")
+    lo, hi = (y0[m].min(), y1[m].max()) if m.any() else (y0.min(), y1.max())
+    pad = max(hi - lo, 1.0) * 0.04
+    return (max(lo - pad, float(y0.min())), min(hi + pad, float(y1.max())))
+
+
+def _codes_and_names(col):
+    """(integer codes, names) of a categorical or string column."""
+    codes, names = pd.factorize(col, sort=False)
+    return codes, np.asarray(names.astype(str), dtype=object)
+
+
+def _type_codes(col) -> np.ndarray:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = [NODE_TYPES.index(c) for c in col.cat.categories]
+        return np.asarray(cats, np.int64)[col.cat.codes.to_numpy()]
+    return pd.Index(NODE_TYPES).get_indexer(col.astype(str))
+
+
+def _columns(g, pos) -> np.ndarray:
+    """Owner whose column holds every node: the node's grain (chunks their
+    own column, the rest their owner's); a team join (grain -1) its
+    leftmost participant's."""
+    nodes = g.nodes
+    col = nodes["grain"].to_numpy(np.int64).copy()
+    team = np.flatnonzero(col < 0)
+    if len(team):
+        e = g.edges
+        src, dst = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
+        into = np.isin(dst, team) & (col[src] >= 0)
+        anchor = pd.Series(pos[col[src[into]]]).groupby(dst[into]).min()
+        by_pos = np.empty(len(pos), np.int64)
+        by_pos[pos] = np.arange(len(pos))
+        col[anchor.index.to_numpy()] = by_pos[anchor.to_numpy()]
+        root = int(by_pos[0]) if len(pos) else 0
+        col[col < 0] = root
+    return col
+
+
+def _owner_extent(col, y0, y1, M):
+    """Earliest top and latest bottom of every owner's nodes."""
+    lo = np.full(M, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(M, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(lo, col, y0)
+    np.maximum.at(hi, col, y1)
+    return lo, hi
+
+
+def _chunk_labels(gr) -> np.ndarray:
+    """Iteration range of every chunk ("first-last"), "" for tasks."""
+    if "first_iteration" not in gr:
+        return np.full(len(gr), "", dtype=object)
+    first = gr["first_iteration"].to_numpy(np.int64)
+    n = gr["iterations"].to_numpy(np.int64)
+    lab = pd.Series(first).astype(str) + "-" + pd.Series(first + n - 1).astype(str) \
+        if (first >= 0).any() else pd.Series(np.full(len(gr), "", dtype=object))
+    chunk = gr["kind"].to_numpy() == "chunk" if not isinstance(
+        gr["kind"].dtype, pd.CategoricalDtype) else \
+        (gr["kind"].cat.codes.to_numpy() == list(gr["kind"].cat.categories).index("chunk")
+         if "chunk" in gr["kind"].cat.categories else np.zeros(len(gr), bool))
+    out = np.full(len(gr), "", dtype=object)
+    out[chunk & (n > 0)] = lab.to_numpy(dtype=object)[chunk & (n > 0)]
+    return out
+
+
+def _parse_tokens(expand, M):
+    """Expanded owners ("c<id>": a collapsed subtree opened) and pages of
+    children shown ("m<id>": the next SIBLING_PAGE children of <id>)."""
+    expanded = np.zeros(M, bool)
+    pages = np.zeros(M, np.int64)
+    for tok in expand or ():      # a handful of clicks, not grains
+        try:
+            k, i = str(tok)[0], int(str(tok)[1:])
+        except (ValueError, IndexError):
+            continue
+        if not 0 <= i < M:
+            continue
+        if k == "c":
+            expanded[i] = True
+        elif k == "m":
+            pages[i] += 1
+    return expanded, pages
+
+
+def _column_numbers(pos, own_shown, a, M) -> np.ndarray:
+    """Column of every owner shown as itself and of every summary's first
+    owner: consecutive numbers in pre-order."""
+    mark = np.zeros(M, bool)
+    mark[pos[own_shown]] = True
+    mark[a] = True
+    number = np.cumsum(mark) - 1
+    return number[pos]
+
+
+def severity_class(sev: np.ndarray) -> np.ndarray:
+    """0 for no problem, 1..5 by how far past the threshold (as the app's
+    colouring), -1 where no severity applies (NaN)."""
+    sev = np.asarray(sev, np.float64)
+    cls = np.where(sev > 0, 1 + np.minimum((np.nan_to_num(sev) * 5).astype(np.int64), 4), 0)
+    return np.where(np.isnan(sev), -1, cls)
+
+
+def item_fill(items: pd.DataFrame, n_grains: int) -> np.ndarray:
+    """Fill colour of every item: its kind's, a context's grey, a problem
+    grain's severity colour, or dimmed."""
+    kind = items["kind"].to_numpy().astype(str)
+    gid = items["grain"].to_numpy(np.int64)
+    fill = np.array([KIND_COLORS.get(k, "#999") for k in kind], dtype=object)
+    fill[(kind == "chunk")] = "#c7e9c0"
+    fill[(kind == "fragment") & (gid >= n_grains)] = CONTEXT_COLOR
+    cls = severity_class(items["sev"].to_numpy(np.float64))
+    grainish = np.isin(kind, ["fragment", "chunk", "summary"]) & ((gid < n_grains) | (kind == "summary"))
+    fill[grainish & (cls == 0)] = DIMMED
+    for k in range(1, 6):
+        fill[grainish & (cls == k)] = SEVERITY_COLORS[k - 1]
+    return fill
+
+
+def _item_severity(items, severity, G) -> np.ndarray:
+    """The grain's severity for fragments and chunks of grains, the worst
+    of its grains' for a summary (NaN where none applies)."""
+    out = np.full(len(items), np.nan)
+    if severity is None:
+        return out
+    sev = np.asarray(severity, np.float64)
+    kind = items["kind"].to_numpy()
+    gid = items["grain"].to_numpy(np.int64)
+    own = np.isin(kind, ["fragment", "chunk"]) & (gid >= 0) & (gid < G)
+    out[own] = sev[gid[own]]
+    return out
+
+
+def problem_severity(analysis, problem: str):
+    """Severity in [0, 1] per grain of `problem` at the analysis's threshold
+    (as `grainlab analyze` and the web app count them); None for "none"."""
+    from .. import problems as P
+    from ..errors import UsageError
+    if problem in (None, "none"):
+        return None
+    grains = analysis.grains
+    if problem not in P.RULES or problem not in grains.columns:
+        have = [m for m in P.RULES if m in grains.columns]
+        raise UsageError(f"--problem: unknown or unavailable problem {problem!r} "
+                         f"(have: {', '.join(have)}, none)")
+    th = analysis.resolved_thresholds[problem]
+    sev = P.severity(grains[problem], problem, th)
+    floor = P.floor_mask(grains, problem, analysis.resolved_thresholds)
+    return np.where(floor, sev, 0.0) if floor is not None else np.asarray(sev, np.float64)
