@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from conftest import assert_one_line_error, grainlab
+from test_serve import browser  # noqa: F401 (fixture)
 from grainlab.cluster import ranks as R
 from grainlab.cluster.faults import KILL_ONCE
 from grainlab.errors import GrainlabError, UsageError
@@ -220,3 +221,25 @@ def test_rank_timeline_draws_every_region(run4):
     assert len(inside.y) == NP * ITERS                   # one bar per parallel region
     assert sorted(set(inside.y)) == [f"rank {i}" for i in range(NP)]
     assert (np.asarray(inside.x) > 0).all()
+
+
+def test_ranks_view_in_the_web_app(run4, browser):  # noqa: F811 (fixture)
+    """`grainlab serve RANK0 --ranks ...`: the Ranks view draws every rank's
+    regions and one table row per rank, in real Chromium."""
+    from test_serve import Server, shot, wait_for
+    s = Server(run4[0], "--ranks", *run4)
+    try:
+        d = browser
+        d.get(s.url + "?view=ranks")
+        bars = wait_for(lambda: d.execute_script(
+            "const el = document.querySelector('#ranks-fig .js-plotly-plot');"
+            "return el && el.data ? el.data.map(t => Array.from(t.y)) : null;"), what="ranks")
+        assert len(bars[1]) == NP * ITERS                  # one green bar per parallel region
+        rows = wait_for(lambda: d.find_elements("css selector", "#ranks-table tbody tr"),
+                        what="ranks table")
+        cells = [r.find_elements("css selector", "td") for r in rows]
+        assert [c[0].text for c in cells if c] == [str(r) for r in range(NP)]
+        assert "critical rank 0" in d.find_element("css selector", "#ranks-summary").text
+        shot(d, "ranks")
+    finally:
+        s.stop()

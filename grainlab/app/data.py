@@ -17,10 +17,13 @@ NO_PROBLEM = "none"
 
 
 class AppData:
-    def __init__(self, analysis, comparison=None, progress=None):
+    def __init__(self, analysis, comparison=None, progress=None, *, scaling=None, ranks=None):
+        """scaling: a grainlab.Scaling of this run with others (serve --runs);
+        ranks: a grainlab.cluster.ranks.Ranks of its MPI run (serve --ranks)."""
         step = progress or (lambda _m: None)
         a = self.analysis = analysis
         self.comparison = comparison
+        self.scaling, self.ranks = scaling, ranks
         g = a.graph_with_metrics
         self.report = a.summary
         step("laying out the grain graph")

@@ -73,7 +73,8 @@ def _header(data: AppData):
 
 
 def _controls(data: AppData):
-    views = VIEWS + ([("compare", "Compare")] if data.comparison is not None else [])
+    views = VIEWS + ([("compare", "Compare")] if data.comparison is not None else []) \
+        + ([("ranks", "Ranks")] if data.ranks is not None else [])
     return html.Div(className="controls", children=[
         dcc.Tabs(id="view", value="summary", children=[dcc.Tab(label=lab, value=v)
                                                       for v, lab in views]),

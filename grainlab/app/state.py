@@ -14,7 +14,8 @@ from dash.exceptions import PreventUpdate
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 
 VIEWS = [("summary", "Summary"), ("graph", "Grain graph"), ("locations", "Source locations"),
-         ("parallelism", "Parallelism"), ("threads", "Threads"), ("locality", "Data locality")]
+         ("parallelism", "Parallelism"), ("threads", "Threads"), ("locality", "Data locality"),
+         ("scaling", "Scaling")]
 PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load balance",
                   "work_deviation": "Work deviation", "instantaneous_parallelism":
                   "Instantaneous parallelism", "scatter": "Scatter",
@@ -34,7 +35,8 @@ def parse_state(search: str | None, data: AppData) -> dict:
     back to the default (a link never breaks the page)."""
     q = {k: v[-1] for k, v in parse_qs((search or "").lstrip("?")).items()}
     s = dict(DEFAULT)
-    views = {v for v, _ in VIEWS} | ({"compare"} if data.comparison is not None else set())
+    views = {v for v, _ in VIEWS} | ({"compare"} if data.comparison is not None else set()) \
+        | ({"ranks"} if getattr(data, "ranks", None) is not None else set())
     if q.get("view") in views:
         s["view"] = q["view"]
     choices = problem_choices(data)

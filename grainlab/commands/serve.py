@@ -16,9 +16,13 @@ examples:
   grainlab serve fib.parquet                      # then open the printed URL
   grainlab serve --port 8060 fib.parquet
   grainlab serve --compare one-thread.parquet two-threads.parquet
+  grainlab serve one.parquet --runs two.parquet four.parquet   # + measured scaling
+  grainlab serve run.0.parquet --ranks run.*.parquet           # + an MPI run's ranks
 
-Views: grain graph (one colouring per problem; the critical path in red), source
-locations, parallelism over time, threads, and compare (with --compare). Click a
+Views: summary, grain graph (one colouring per problem; the critical path in red),
+source locations, parallelism over time, threads (Gantt), data locality, scaling
+(predicted from this trace; measured with --runs), compare (with --compare) and
+ranks (with --ranks). Click a
 grain for its details and source lines. The URL holds the view, threshold,
 selection and zoom: share it to show someone what you saw. Ctrl-C stops.
 """
@@ -30,6 +34,12 @@ def add_parser(subparsers):
     p.add_argument("trace", help="trace file written by `grainlab record`")
     p.add_argument("--compare", metavar="REF",
                    help="reference run of the same program (e.g. 1 thread): work deviation")
+    p.add_argument("--runs", nargs="+", metavar="TRACE",
+                   help="the same program at other thread counts: the Scaling view then shows "
+                        "where the speed-up went (grainlab scaling)")
+    p.add_argument("--ranks", nargs="+", metavar="TRACE",
+                   help="the traces of this trace's MPI run (one per rank): a Ranks view "
+                        "(grainlab ranks)")
     p.add_argument("--weigh", choices=("wall", "cpu"), default="wall",
                    help="grains weigh their wall-clock time (default) or their CPU time "
                         "(a trace recorded with `grainlab record --cpu-time`)")
@@ -56,7 +66,16 @@ def run(args) -> int:
         from .compare import check_same_program
         check_same_program(ref.trace, a.trace)
         comparison = a.compare(ref)
-    data = AppData(a, comparison, progress=progress)
+    scaling = ranks = None
+    if args.runs:
+        from ..analysis.scaling import Scaling
+        scaling = Scaling([a, *args.runs], progress=progress)
+    if args.ranks:
+        from ..cluster.ranks import ranks as rank_set
+        ranks = rank_set(list(args.ranks), progress=progress)
+        for trace, error in ranks.failed.items():
+            print(f"grainlab: skipped {trace}: {error}", file=sys.stderr)
+    data = AppData(a, comparison, progress=progress, scaling=scaling, ranks=ranks)
     warn_incomplete(a)
     app = create_app(data=data)
     port = sock.getsockname()[1]
