@@ -243,3 +243,41 @@ def test_ranks_view_in_the_web_app(run4, browser):  # noqa: F811 (fixture)
         shot(d, "ranks")
     finally:
         s.stop()
+
+
+# ---- one large trace in parts ---------------------------------------------------
+
+GOLDEN = sorted((__import__("pathlib").Path(__file__).parent / "golden" / "traces").glob("*.parquet"))
+
+
+@pytest.mark.parametrize("trace", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_span_composed_from_regions_equals_the_whole_runs(trace):
+    """Every example that records (the golden traces: tasks, loops, several
+    regions, exec): serial part + the regions' spans = the single-process span."""
+    import grainlab as gl
+    from grainlab.cluster.parts import compose
+    whole = gl.analyze(trace).report()["span_ns"]
+    c = compose(trace)
+    assert c["span_ns"] == whole
+    assert c["serial_ns"] >= 0 and all(r["span_ns"] > 0 for r in c["regions"])
+
+
+def test_regions_on_dask_equal_the_regions_here(run4):
+    import grainlab as gl
+    from grainlab.cluster.parts import compose
+    here = compose(run4[1])
+    there = compose(run4[1], workers=2)
+    assert here == there
+    assert len(here["regions"]) == ITERS
+    assert here["span_ns"] == gl.analyze(run4[1]).report()["span_ns"]
+    for r in here["regions"][:2]:            # each region as `analyze --region N` reports it
+        rep = gl.analyze(run4[1], region=r["region"]).report()
+        assert (r["span_ns"], r["grains"]) == (rep["span_ns"], rep["grains"])
+        assert r["grains"] == TASKS_PER_RANK // ITERS
+
+
+def test_regions_command_errors_are_one_line(cli, tmp_path):
+    assert_one_line_error(cli("regions", tmp_path / "missing.parquet"), "no such trace")
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("not a trace")
+    assert_one_line_error(cli("regions", bad), "not a Parquet file")

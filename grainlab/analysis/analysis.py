@@ -97,6 +97,18 @@ class Analysis:
     def __repr__(self):
         return f"<grainlab.Analysis {self.path}>"
 
+    def part(self, region=None, window=None) -> "Analysis":
+        """The analysis of one part of this run (a parallel region, as
+        `grainlab info` numbers them, or a time window), sharing this
+        analysis's trace and whole-run graph: many parts cost one build
+        (grainlab.cluster.parts)."""
+        from dataclasses import replace
+        b = Analysis(self.trace, options=replace(self.options, region=region, window=window),
+                     progress=self._progress)
+        b.path = self.path
+        b.__dict__["_whole_graph"] = self._whole_graph     # the cached_property's slot
+        return b
+
     # -- the pipeline, one cached step each ---------------------------------
     @cached_property
     def _loaded(self):

@@ -40,9 +40,15 @@ def client_for(workers: int | None = None, scheduler: str | None = None, progres
                                     f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
                                     ) from None
         else:
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True,
-                dashboard_address=":0", silence_logs=logging.CRITICAL))
+            try:
+                cluster = stack.enter_context(LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True,
+                    dashboard_address=":0", silence_logs=logging.CRITICAL))
+            except (RuntimeError, OSError) as e:
+                # e.g. a script read from stdin: worker processes cannot import it
+                raise GrainlabError(f"cannot start a local Dask cluster of {workers} worker(s): "
+                                    f"{e} (from a script, guard it with "
+                                    "`if __name__ == '__main__':`)") from None
             client = stack.enter_context(Client(cluster))
         if progress:
             n = len(client.scheduler_info(n_workers=-1).get("workers", {}))

@@ -44,7 +44,7 @@ def select(g: GrainGraph, *, region_contexts=None, window=None) -> GrainGraph:
     nodes = g.nodes
     keep = np.ones(len(nodes), dtype=bool)
     if region_contexts is not None:
-        keep &= _region_nodes(g, np.asarray(region_contexts, dtype=np.int64))
+        keep &= region_nodes(g, np.asarray(region_contexts, dtype=np.int64))
     clip = None
     if window is not None:
         t0, t1 = int(window[0]), int(window[1])
@@ -71,7 +71,9 @@ def in_subtree(g: GrainGraph, chosen: np.ndarray) -> np.ndarray:
     return inherit(value, up).astype(bool)
 
 
-def _region_nodes(g: GrainGraph, ctx: np.ndarray) -> np.ndarray:
+def region_nodes(g: GrainGraph, ctx: np.ndarray) -> np.ndarray:
+    """Per node: does a selection of the regions whose implicit tasks are
+    `ctx` (context ids) keep it? (see the module doc)"""
     nodes, edges = g.nodes, g.edges
     member = in_subtree(g, ctx)
     owner = nodes["owner"].to_numpy(np.int64)
