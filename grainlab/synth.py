@@ -826,6 +826,8 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
         "grainlab.counts": json.dumps(_counts(groups)),
         "grainlab.collector": "synth",
         "grainlab.run_id": "null",
+        "grainlab.mpi": "null",           # not a rank of an MPI run
+        "grainlab.host": "null",          # run on no host
     }
     schema = S.arrow_schema(metadata=meta)
     with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:

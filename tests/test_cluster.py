@@ -133,11 +133,14 @@ def test_mpirun_without_rank_in_the_name_is_refused(tmp_path, example):
 # ---- Dask ---------------------------------------------------------------------
 
 def test_dask_rows_equal_the_sequential_rows(run4):
+    before = dict(os.environ)
     seq = characterize(run4)
     assert seq["rank"].tolist() == list(range(NP))
     assert (seq["tasks"] == TASKS_PER_RANK).all()
     par = characterize(run4, workers=2)
     pd.testing.assert_frame_equal(seq, par)
+    # Dask's nannies set OMP_NUM_THREADS=1 here for their workers: not left behind
+    assert dict(os.environ) == before
 
 
 def test_a_killed_worker_is_retried_and_the_table_is_complete(run4, tmp_path, monkeypatch):

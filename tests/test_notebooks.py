@@ -219,3 +219,16 @@ def test_suite_command_records_and_characterizes_every_selected_run(build, tmp_p
     assert traces == ["fib-small", "loop_static-small", "uts-deep-small", "uts-geo-small"]
     df = pd.read_csv(out / "characterize.csv")
     assert sorted(Path(t).stem for t in df["trace"]) == traces
+
+
+def test_tour_shows_the_thesis_drawing_inline(run):
+    """The tour's DAG-time grain graph is an inline SVG (shown by GitHub and
+    nbviewer) of the drawing `grainlab export --svg` makes: its elements by class."""
+    nb = executed(run, "grain_graph_tour")
+    svgs = [o["data"]["image/svg+xml"] for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})]
+    assert len(svgs) == 1
+    svg = svgs[0] if isinstance(svgs[0], str) else "".join(svgs[0])
+    for kind in ("fragment", "fork", "join", "critical"):
+        assert f'class="{kind}' in svg or f" {kind}" in svg, kind
+    assert (figures(run, "grain_graph_tour") / "grain_graph_thesis.svg").read_text() == svg

@@ -14,10 +14,12 @@ from test_serve import Server, browser, shot, wait_for  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
 
+# the traces as plotly drew them (_fullData: arrays decoded from plotly.py's binary form)
 TRACES = """
 const el = document.querySelector('%s .js-plotly-plot');
-return el && el.data && el.data.length ?
-    el.data.map(t => ({name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || [])})) : null;
+return el && el._fullData && el._fullData.length ?
+    el._fullData.map(t => ({name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || [])}))
+    : null;
 """
 
 

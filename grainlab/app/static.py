@@ -27,10 +27,14 @@ def _problem(data: AppData, problem: str | None) -> str:
 def app_figure(analysis, which: str = "graph", problem: str | None = None,
                data: AppData | None = None) -> dict:
     """The plotly figure (a dict) the web app shows for this view and problem
-    (default: the app's default problem; "none" for structure only)."""
+    (default: the app's default problem; "none" for structure only). The
+    grain graph in its wall-clock placement (`layout=wall`): lines that
+    matplotlib redraws one for one; the thesis drawing in DAG time is an SVG
+    of its own (`grainlab export --svg`, grainlab.export.drawing)."""
     data = data or AppData(analysis)
     state = dict(DEFAULT)
     state["view"] = which
+    state["layout"] = "wall"
     state["problem"] = _problem(data, problem)
     fig, _, _ = FigureCache(data).get(state, which)
     return fig

@@ -31,7 +31,7 @@ def client_for(workers: int | None = None, scheduler: str | None = None, progres
                             "(make setup installs it)") from None
     if workers is not None and workers < 1:
         raise UsageError("--workers must be >= 1")
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack, _environment_kept():
         if scheduler:
             try:
                 client = stack.enter_context(Client(scheduler, timeout="10s"))
@@ -55,6 +55,21 @@ def client_for(workers: int | None = None, scheduler: str | None = None, progres
             where = client.dashboard_link if _has_dashboard(client) else "no dashboard (install bokeh)"
             progress(f"dask: {n} worker(s) at {client.scheduler.address}; dashboard {where}")
         yield client
+
+
+@contextlib.contextmanager
+def _environment_kept():
+    """os.environ as it was, afterwards: Dask's nannies set OMP_NUM_THREADS=1
+    (and MKL_/OPENBLAS_NUM_THREADS) in this process's environment for the
+    workers they spawn, and leave it there; every program this process then
+    starts would run on one OpenMP thread."""
+    import os
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _has_dashboard(client) -> bool:
