@@ -18,7 +18,7 @@ import pytest
 from conftest import assert_one_line_error, grainlab
 from test_serve import browser  # noqa: F401 (fixture)
 from grainlab.cluster import ranks as R
-from grainlab.cluster.faults import KILL_ONCE
+from grainlab.cluster.worker import KILL_ONCE
 from grainlab.errors import GrainlabError, UsageError
 from grainlab.record import ranks as launch
 from grainlab.suite.characterization import characterize

@@ -231,6 +231,22 @@ def test_every_example_prediction_lies_between_its_bounds(record, name, args):
                for t, P in zip(out["predicted_ns"], out["cores"]))
 
 
+GOLDEN = sorted((__import__("pathlib").Path(__file__).parent / "golden" / "traces").glob("*.parquet"))
+
+
+@pytest.mark.parametrize("trace", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_every_recorded_example_lies_between_its_bounds(trace):
+    """Every example program that records (the golden traces: tasks, loops of
+    every schedule, dependences, if(0), taskgroups, several regions, exec; at
+    1, 2 and 4 threads): the prediction lies between its bounds."""
+    rep = replay_graph(gl.load(trace).graph())
+    out = predict(rep, [1, 2, 3, 8, 64], Costs())
+    for i, P in enumerate(out["cores"]):
+        t = out["predicted_ns"][i]
+        assert max(-(-out["work_ns"] // P), out["span_ns"]) <= t <= out["upper_bound_ns"][i], P
+        assert out["speedup_lower"][i] <= out["speedup"][i] <= out["speedup_upper"][i]
+
+
 def test_the_kernel_and_the_python_replay_agree(record, monkeypatch):
     g = record("fib", 14, 5, threads=1).graph()
     rep = replay_graph(g)

@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from ..errors import GrainlabError
-from .faults import maybe_die
+from .worker import start_task
 
 _WHOLE: dict = {}       # per process: (path, mtime) -> the run's Analysis
 
@@ -49,7 +49,7 @@ def top_regions(path) -> list[int]:
 
 def region_part(path: str, region: int) -> dict:
     """One region's facts, or {"error": line}: what a worker runs."""
-    maybe_die()
+    start_task()
     try:
         rep = _whole(path).part(region=region).report()
     except GrainlabError as e:
@@ -68,7 +68,7 @@ def serial_part(path: str) -> dict:
     from ..analysis.selection import choose
     from ..graph.critical_path import longest_path, node_arrays
     from ..graph.select import region_nodes
-    maybe_die()
+    start_task()
     try:
         a = _whole(path)
         g = a._whole_graph

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GrainlabError
-from .faults import maybe_die
+from .worker import start_task
 
 COLUMNS = ["rank", "host", "trace", "threads", "duration_ns", "in_openmp_ns", "outside_openmp_ns",
            "work_ns", "span_ns", "parallelism", "overhead_ns", "idle_ns", "top_problem",
@@ -55,7 +55,7 @@ def rank_facts(analysis) -> dict:
 def rank_one(path: str) -> dict:
     """`rank_facts` of one trace, or {"error": line}: what a Dask worker runs."""
     from ..analysis.analysis import analyze
-    maybe_die()
+    start_task()
     try:
         return rank_facts(analyze(path))
     except GrainlabError as e:

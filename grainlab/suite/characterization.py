@@ -177,8 +177,8 @@ def characterize(traces, *, keep_going: bool = False, progress=None, workers: in
 def characterize_one(path: str) -> dict:
     """`row` of one trace, or {"error": line}: what a Dask worker runs."""
     from ..analysis.analysis import analyze
-    from ..cluster.faults import maybe_die
-    maybe_die()
+    from ..cluster.worker import start_task
+    start_task()
     try:
         return row(analyze(path))
     except GrainlabError as e:
