@@ -86,6 +86,9 @@ def measure(trace: Path, d) -> dict:
         d.get(url + "?view=graph")
         wait(lambda: count(d).strip() and d.find_elements("css selector", "#graph-fig .main-svg"))
         wait(lambda: d.find_elements("css selector", "#graph-fig .plot-container"))
+        # the page's first state is back when it has filled the threshold box
+        # (typed before that, a threshold is overwritten by the URL's default)
+        wait(lambda: d.find_element("id", "threshold").get_attribute("value"))
         first = time.perf_counter() - t1
         lat = []
         for th in ("0.5", "2"):

@@ -112,7 +112,8 @@ def register(app, data: AppData):
                 data.default_threshold(st["problem"])
             return st, no_update, st["view"], st["problem"], th, st["layout"], \
                 st["reduce"] or []
-        st = current(state, search, data)
+        base = current(state, search, data)
+        st = dict(base)
         th_out = no_update
         if trig == "view":
             st["view"] = view
@@ -128,11 +129,13 @@ def register(app, data: AppData):
             _on_figures(st, data, set(ctx.triggered_prop_ids),
                         (("graph-fig", gclick, grelayout, "zoom"),
                          ("threads-fig", tclick, trelayout, "tzoom")))
-        if st == state and th_out is no_update:
+        if st == base and th_out is no_update:
             # Nothing changed (the figures' first autosize, a click on empty
             # space): write nothing, so that a stale copy of the state (each
-            # call reads it as it was when the call was sent) cannot
-            # overwrite a newer change made meanwhile.
+            # call reads it as it was when the call was sent; before the
+            # page's first state came back, none: the URL's) cannot
+            # overwrite a newer change made meanwhile, such as a threshold
+            # typed while the page was still drawing.
             raise PreventUpdate
         return st, format_state(st), no_update, no_update, th_out, no_update, no_update
 
