@@ -90,7 +90,7 @@ class GrainLayout:
         parent = np.where((parent >= 0) & (parent < M), parent, -1)
         if key is None:
             key = np.r_[gr["start"].to_numpy(np.int64), cx["start"].to_numpy(np.int64)]
-        self.tree = tree(parent, key)
+        self.tree = tree(parent, _idle_members_first(key, parent, cx, G))
         self.by_pos = self.tree.by_pos
         nodes = g.nodes
         self.n_nodes = len(nodes)
@@ -329,6 +329,20 @@ def _type_codes(col) -> np.ndarray:
         cats = [NODE_TYPES.index(c) for c in col.cat.categories]
         return np.asarray(cats, np.int64)[col.cat.codes.to_numpy()]
     return pd.Index(NODE_TYPES).get_indexer(col.astype(str))
+
+
+def _idle_members_first(key, parent, cx, G) -> np.ndarray:
+    """Sibling order: a team's implicit tasks that created nothing before the
+    others. A single producer's subtree then lies right of its whole team,
+    and the team barrier (drawn at its leftmost member, `_columns`) is a
+    short edge from every member instead of a diagonal across the subtree."""
+    M = len(parent)
+    has_child = np.zeros(M, dtype=bool)
+    has_child[parent[parent >= 0]] = True
+    idle = np.zeros(M, dtype=bool)
+    idle[G:] = (cx["kind"].astype(str).to_numpy() == "implicit") & ~has_child[G:]
+    key = np.asarray(key, dtype=np.int64)
+    return np.where(idle, key - (1 << 61), key)
 
 
 def _columns(g, pos) -> np.ndarray:
