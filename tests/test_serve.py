@@ -79,6 +79,17 @@ class Server:
 
 @pytest.fixture(scope="module")
 def browser():
+    yield from _browser()
+
+
+@pytest.fixture
+def fresh_browser():
+    """A browser of its own, for a test that must start from a page no other
+    test has used."""
+    yield from _browser()
+
+
+def _browser():
     _require_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
@@ -534,8 +545,18 @@ def test_parallelism_panels_and_threads_gantt(browser, server, fib_trace):
     shot(d, "threads")
 
 
-def test_threads_zoom_to_a_single_grain(browser, server, fib_trace):
-    d = browser
+def test_threads_zoom_to_a_single_grain(fresh_browser, fib_trace):
+    # Its own server and browser: after the other tests of this file, the
+    # zoomed threads figure was at times never drawn (not reproduced alone
+    # or after any few of them; open, docs/webapp.md "Not there yet").
+    server = Server(fib_trace.path)
+    try:
+        _zoom_to_grain_3(fresh_browser, server, fib_trace)
+    finally:
+        server.stop()
+
+
+def _zoom_to_grain_3(d, server, fib_trace):
     d.get(server.url + "?view=graph&grain=3")
     link = wait_for(lambda: d.find_element("id", "details-zoom"), what="the zoom link")
     link.click()
@@ -552,8 +573,14 @@ def test_threads_zoom_to_a_single_grain(browser, server, fib_trace):
             "const gd = document.querySelector('#threads-fig .js-plotly-plot');"
             "return gd && gd._fullLayout && gd._fullLayout.xaxis.range;")
         ok = rng and rng[0] <= t0 and rng[1] >= t1 and rng[1] - rng[0] <= 2 * (t1 - t0) + 2e-3 + 1e-9
+        seen.append((rng, d.current_url))
         return rng if ok else None
-    rng = wait_for(zoomed, what="the threads axis zoomed to grain 3")
+    seen = []
+    try:
+        rng = wait_for(zoomed, what="the threads axis zoomed to grain 3")
+    except AssertionError:
+        raise AssertionError(f"grain 3 at {t0}..{t1} ms; last axis range and URL: "
+                             f"{seen[-1] if seen else None}") from None
     assert rng[0] <= t0 and rng[1] >= t1
     shot(d, "threads-zoomed")
 

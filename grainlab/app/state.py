@@ -87,6 +87,15 @@ def current(state, search, data: AppData) -> dict:
     return dict(state) if state is not None else parse_state(search, data)
 
 
+def stale(state, search, data: AppData) -> bool:
+    """Does the state lag the URL? Every change writes the two together, so
+    when they disagree the URL is the newer: the page's first load, or a link
+    followed (the details' "zoom the threads view to this grain"), whose call
+    Dash dropped when another input of the same callback fired meanwhile (a
+    figure's resize: Dash keeps only the newest call of a callback)."""
+    return state is None or format_state(state) != format_state(parse_state(search, data))
+
+
 # What a change of state writes: the state, the URL and the three controls.
 OUTPUTS = ("state", "data"), ("url", "search"), ("view", "value"), ("problem", "value"), \
     ("threshold", "value"), ("graph-layout", "value"), ("graph-reduce", "value")
@@ -106,7 +115,10 @@ def register(app, data: AppData):
     def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout,
              glayout, greduce, _collapse, state):
         trig = ctx.triggered_id
-        if trig in (None, "url"):
+        # A new URL wins over whatever else fired with it, and a state that
+        # lags the URL is rebuilt from it (the event that fired was seen
+        # against the old view)
+        if trig is None or "url.search" in ctx.triggered_prop_ids or stale(state, search, data):
             st = parse_state(search, data)
             th = st["threshold"] if st["threshold"] is not None else \
                 data.default_threshold(st["problem"])
