@@ -61,6 +61,29 @@ def graph_kernels_library() -> Path | None:
     return path.resolve() if path.is_file() else None
 
 
+_KERNELS: dict = {}     # symbol -> loaded function, or None: none to load
+
+
+def graph_kernel(symbol: str, argtypes: list, restype=None):
+    """A function of the compiled kernels (`graph_kernels_library`) through
+    ctypes, loaded once, or None when it is not there (not built, a build
+    without it) or GRAINLAB_NATIVE=0: the caller then runs its pure-Python path."""
+    if os.environ.get("GRAINLAB_NATIVE", "").strip() == "0":
+        return None
+    if symbol not in _KERNELS:
+        import ctypes
+        path, fn = graph_kernels_library(), None
+        if path is not None:
+            try:
+                fn = getattr(ctypes.CDLL(str(path)), symbol)
+            except (OSError, AttributeError):    # a foreign or stale build
+                fn = None
+            else:
+                fn.argtypes, fn.restype = argtypes, restype or ctypes.c_int
+        _KERNELS[symbol] = fn
+    return _KERNELS[symbol]
+
+
 def empty_tool_library() -> Path:
     """An OMPT tool that registers callbacks doing nothing (overhead floor)."""
     return _existing(lib_dir() / EMPTY_TOOL, "empty OMPT tool " + EMPTY_TOOL)

@@ -18,8 +18,6 @@ GRAINLAB_NATIVE=0 forces the second (the tests compare the two).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 
@@ -98,30 +96,13 @@ def span_in_order(order, w, src, dst) -> int:
     return int(finish.max())
 
 
-_KERNEL = None      # the loaded kernel; False: none to load
-
-
 def _native_kernel():
     """gl_dag_longest_path from the compiled kernels, or None (not built, or
     GRAINLAB_NATIVE=0)."""
-    if os.environ.get("GRAINLAB_NATIVE", "").strip() == "0":
-        return None
-    global _KERNEL
-    if _KERNEL is None:
-        from .. import _paths
-        path = _paths.graph_kernels_library()
-        _KERNEL = False
-        if path is not None:
-            import ctypes
-            try:
-                fn = ctypes.CDLL(str(path)).gl_dag_longest_path
-            except (OSError, AttributeError):    # a foreign or stale build
-                return None
-            p = ctypes.c_void_p
-            fn.argtypes = [ctypes.c_int64, ctypes.c_int64, p, p, p, p, p, p]
-            fn.restype = ctypes.c_int
-            _KERNEL = fn
-    return _KERNEL or None
+    import ctypes
+    from .._paths import graph_kernel
+    p = ctypes.c_void_p
+    return graph_kernel("gl_dag_longest_path", [ctypes.c_int64, ctypes.c_int64, p, p, p, p, p, p])
 
 
 def _native_longest(kernel, order, w, src, dst):

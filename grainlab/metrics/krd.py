@@ -17,7 +17,6 @@ kernels are not built). Everything else is columns.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,30 +170,13 @@ def _python_distances(block, nbytes, nblocks, dist):
     return dist
 
 
-_KERNEL = None
-
-
 def _kernel():
     """gl_stack_distances from the compiled kernels, or None (not built, or
     GRAINLAB_NATIVE=0)."""
-    if os.environ.get("GRAINLAB_NATIVE", "").strip() == "0":
-        return None
-    global _KERNEL
-    if _KERNEL is None:
-        from .. import _paths
-        path = _paths.graph_kernels_library()
-        _KERNEL = False
-        if path is not None:
-            import ctypes
-            try:
-                fn = ctypes.CDLL(str(path)).gl_stack_distances
-            except (OSError, AttributeError):
-                return None
-            p = ctypes.c_void_p
-            fn.argtypes = [ctypes.c_int64, ctypes.c_int64, p, p, p]
-            fn.restype = ctypes.c_int
-            _KERNEL = fn
-    return _KERNEL or None
+    import ctypes
+    from .._paths import graph_kernel
+    p = ctypes.c_void_p
+    return graph_kernel("gl_stack_distances", [ctypes.c_int64, ctypes.c_int64, p, p, p])
 
 
 def histogram(dist: np.ndarray, l2: int, llc: int) -> dict:

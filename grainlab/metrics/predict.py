@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import heapq
-import os
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -146,28 +145,11 @@ def _csr(n, src, dst, etype):
             np.ascontiguousarray(etype[order], np.int8))
 
 
-_KERNEL = None
-
-
 def _kernel():
     """gl_replay from the compiled kernels, or None (not built, or GRAINLAB_NATIVE=0)."""
-    global _KERNEL
-    if os.environ.get("GRAINLAB_NATIVE", "").strip() == "0":
-        return None
-    if _KERNEL is None:
-        from .. import _paths
-        path = _paths.graph_kernels_library()
-        _KERNEL = False
-        if path is not None:
-            try:
-                fn = ctypes.CDLL(str(path)).gl_replay
-            except (OSError, AttributeError):     # a stale build without it
-                return None
-            p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-            fn.argtypes = [i64, p, p, p, p, p, p, i32, i32, p, p]
-            fn.restype = ctypes.c_int
-            _KERNEL = fn
-    return _KERNEL or None
+    from .._paths import graph_kernel
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    return graph_kernel("gl_replay", [i64, p, p, p, p, p, p, i32, i32, p, p])
 
 
 class _Sim:
