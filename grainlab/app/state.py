@@ -184,27 +184,27 @@ def _on_figures(st: dict, data: AppData, fired: set, figures):
             st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
 
 
-def _clicked_grain(click, data: AppData):
+def _clicked_data(click):
+    """The customdata of a click's first point (its first item, for a list)."""
     try:
         cd = click["points"][0].get("customdata")
     except (KeyError, IndexError, TypeError):
         return None
     if isinstance(cd, list):
         cd = cd[0] if cd else None
+    return cd
+
+
+def _clicked_grain(click, data: AppData):
     try:
-        gid = int(cd)
+        gid = int(_clicked_data(click))
     except (TypeError, ValueError):
         return None
     return gid if 0 <= gid < data.n_grains else None
 
 
 def _clicked_token(click):
-    try:
-        cd = click["points"][0].get("customdata")
-    except (KeyError, IndexError, TypeError):
-        return None
-    if isinstance(cd, list):
-        cd = cd[0] if cd else None
+    cd = _clicked_data(click)
     return cd if isinstance(cd, str) and TOKEN.match(cd) else None
 
 
