@@ -16,6 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 COLLECTOR = "libgraincollect.so"
 EMPTY_TOOL = "libgrainempty.so"
+CLOCK_TOOL = "libgrainclock.so"
 WRITER = "libgrainwriter.so"
 EXEC_HOOKS = "libgrainexec.so"
 CONVERTER = "grainlab-convert"
@@ -87,6 +88,12 @@ def graph_kernel(symbol: str, argtypes: list, restype=None):
 def empty_tool_library() -> Path:
     """An OMPT tool that registers callbacks doing nothing (overhead floor)."""
     return _existing(lib_dir() / EMPTY_TOOL, "empty OMPT tool " + EMPTY_TOOL)
+
+
+def clock_tool_library() -> Path:
+    """The empty tool reading the clock once per callback (the floor of any
+    tool that timestamps every event)."""
+    return _existing(lib_dir() / CLOCK_TOOL, "clock-floor OMPT tool " + CLOCK_TOOL)
 
 
 def example(name: str) -> Path:

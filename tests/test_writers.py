@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 
@@ -116,13 +117,43 @@ def test_no_writer_when_turned_off(build, example, tmp_path):
     assert_whole(out, FIB20_TASKS)
 
 
+@pytest.mark.parametrize("rseq", ["rseq", "no rseq"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_cpu_column_is_the_cpu_the_thread_ran_on(build, example, tmp_path, threads):
-    """The collector reads the CPU from the thread's rseq area (or
-    sched_getcpu): pinned to one CPU, every row says that CPU."""
+def test_cpu_column_is_the_cpu_the_thread_ran_on(build, example, tmp_path, threads, rseq):
+    """The collector reads the CPU from the thread's rseq area, or with
+    glibc's rseq turned off from sched_getcpu (the cold call, gl_cpu_slow):
+    pinned to one CPU, every row says that CPU."""
     if not shutil.which("taskset"):
         pytest.skip("needs taskset")
     cpu = max(os.sched_getaffinity(0))
-    out = run_fib(build, example, tmp_path, 16, threads, cpus=str(cpu))
+    env = {"GLIBC_TUNABLES": "glibc.pthread.rseq=0"} if rseq == "no rseq" else {}
+    out = run_fib(build, example, tmp_path, 16, threads, env=env, cpus=str(cpu))
     cpus = pq.read_table(out, columns=["cpu"]).column("cpu").to_numpy()
     assert len(cpus) > 1000 and (cpus == cpu).all()
+
+
+@pytest.mark.parametrize("tool", ["libgrainempty.so", "libgrainclock.so"])
+def test_the_floor_tools_load_and_leave_the_program_alone(build, example, tool):
+    """benchmarks/collector_threads.py compares the collector with two floors:
+    the empty tool and the clock floor (the empty tool reading the clock in
+    each callback). libomp starts each, and the program's result is its own."""
+    r = subprocess.run([example("fib"), "16"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "OMP_NUM_THREADS": "2", "OMP_TOOL_VERBOSE_INIT": "stdout",
+                            "OMP_TOOL_LIBRARIES": str(build / "lib" / tool)})
+    assert r.returncode == 0, r.stderr
+    assert f"{tool}... Success." in r.stdout and "fib(16) = 987" in r.stdout
+
+
+def test_only_the_clock_floor_reads_the_clock(build):
+    """The two floors differ by the clock read alone: one TSC read per
+    callback in libgrainclock.so (12 callbacks), none in libgrainempty.so."""
+    objdump = shutil.which("objdump")
+    if objdump is None or platform.machine() != "x86_64":
+        pytest.skip("needs objdump on x86-64")
+
+    def reads(tool):
+        text = subprocess.run([objdump, "-d", str(build / "lib" / tool)], capture_output=True,
+                              text=True, check=True).stdout
+        return sum(1 for line in text.splitlines() if line.rstrip().endswith("rdtsc"))
+    assert reads("libgrainempty.so") == 0
+    assert reads("libgrainclock.so") == 12
