@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..suite.characterization import characterize
 from ..errors import GrainlabError, UsageError
-from ..progress import Progress
+from ._output import Progress, align_columns
 
 HELP = "one row of task-graph and grain properties per trace (for comparing programs)"
 
@@ -49,7 +49,7 @@ def add_cluster_options(p):
 
 
 def run(args) -> int:
-    progress = Progress(enabled=None if not args.quiet else False, quiet=args.quiet)
+    progress = Progress(quiet=args.quiet)
     skipped = []
 
     def tell(msg):
@@ -97,6 +97,4 @@ def _table(df) -> str:
             else:
                 line.append(str(v))
         cells.append(line)
-    widths = [max(len(c[i]) for c in cells) for i in range(len(TEXT_COLUMNS))]
-    return "\n".join("  ".join(c[i].ljust(widths[i]) if i == 0 else c[i].rjust(widths[i])
-                               for i in range(len(widths))) for c in cells) + "\n"
+    return "\n".join(align_columns(cells, left={0})) + "\n"

@@ -10,8 +10,7 @@ import sys
 
 from ..cluster.ranks import ranks
 from ..errors import UsageError
-from ..progress import Progress
-from ._output import fmt_ns
+from ._output import Progress, align_columns, fmt_ns
 from .characterize import add_cluster_options
 
 HELP = "the traces of one MPI run side by side: per rank, and the imbalance across ranks"
@@ -40,7 +39,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    progress = Progress(enabled=None if not args.quiet else False, quiet=args.quiet)
+    progress = Progress(quiet=args.quiet)
     r = ranks(list(args.traces), workers=args.workers, scheduler=args.scheduler,
               progress=progress)
     if r.warning:
@@ -79,9 +78,7 @@ def render(r) -> str:
                       fmt_ns(x["duration_ns"]), fmt_ns(x["in_openmp_ns"]),
                       fmt_ns(x["outside_openmp_ns"]), fmt_ns(x["work_ns"]), fmt_ns(x["span_ns"]),
                       f"{x['parallelism']:.2f}", f"{idle_pct:.0f}%", top])
-    widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
-    lines = ["  ".join(c[i].ljust(widths[i]) if i in (1, 10) else c[i].rjust(widths[i])
-                       for i in range(len(head))).rstrip() for c in cells]
+    lines = align_columns(cells, left={1, 10})
     imb = r.imbalance
     lines.append("")
     lines.append(f"imbalance  work max/mean {imb['work_max_over_mean']:.2f}, in OpenMP max/mean "

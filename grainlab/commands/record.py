@@ -17,8 +17,8 @@ import argparse
 from pathlib import Path
 
 from .. import schema as S
-from ..errors import UsageError
 from ..record import launch
+from ._output import program_command
 # what the tests and other callers have read from here
 from ..record.launch import (CPU_TIME_COUNTER, PAPI_NAME, SOFTWARE_COUNTERS,  # noqa: F401
                              check_counters, report, run_forwarding_signals)
@@ -73,12 +73,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    command = list(args.program)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UsageError("record: no program given (usage: grainlab record "
-                         "[-o TRACE] -- PROGRAM ARGS...)")
+    command = program_command(args.program, "record: no program given (usage: grainlab record "
+                                             "[-o TRACE] -- PROGRAM ARGS...)")
     return launch.record(command, Path(args.output), counters=args.counters,
                          cpu_time=args.cpu_time, buffer_events=args.buffer_events,
                          gomp_compat=args.gomp_compat, force=args.force, quiet=args.quiet)

@@ -9,8 +9,7 @@ import argparse
 import json
 
 from ..cluster.parts import compose
-from ..progress import Progress
-from ._output import fmt_ns
+from ._output import Progress, align_columns, fmt_ns
 from .characterize import add_cluster_options
 
 HELP = "analyze a trace's parallel regions one by one (on Dask with --workers) and compose its span"
@@ -36,7 +35,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    progress = Progress(enabled=None if not args.quiet else False, quiet=args.quiet)
+    progress = Progress(quiet=args.quiet)
     c = compose(args.trace, workers=args.workers, scheduler=args.scheduler, progress=progress)
     print(json.dumps(c) if args.json else render(c))
     return 0
@@ -47,9 +46,7 @@ def render(c: dict) -> str:
     cells = [head] + [[str(r["region"]), str(r["grains"]), fmt_ns(r["work_ns"]),
                        fmt_ns(r["span_ns"]), f"{r['parallelism']:.2f}", r["top_problem"] or "-",
                        r["description"]] for r in c["regions"]]
-    widths = [max(len(x[i]) for x in cells) for i in range(len(head))]
-    lines = ["  ".join(x[i].ljust(widths[i]) if i >= 5 else x[i].rjust(widths[i])
-                       for i in range(len(head))).rstrip() for x in cells]
+    lines = align_columns(cells, left={5, 6})
     regions = sum(r["span_ns"] for r in c["regions"])
     lines += ["", f"span  {fmt_ns(c['span_ns'])} = serial part {fmt_ns(c['serial_ns'])} + "
                   f"{len(c['regions'])} region(s) {fmt_ns(regions)}"]

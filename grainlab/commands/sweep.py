@@ -9,6 +9,7 @@ import sys
 
 from ..errors import UsageError
 from ..suite import cutoffs as C
+from ._output import program_command
 
 HELP = "time and record a program at several cutoffs, several times each (for cutoff tuning)"
 
@@ -35,11 +36,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    command = list(args.program)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UsageError("no program given (grainlab sweep ... -- PROGRAM ARGS with {})")
+    command = program_command(args.program,
+                              "no program given (grainlab sweep ... -- PROGRAM ARGS with {})")
     try:
         values = [int(v) for v in args.cutoffs.split(",") if v.strip()]
     except ValueError:
