@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import grainlab
-from test_serve import Server, browser, shot, text, wait_for  # noqa: F401 (fixture)
+from test_serve import Server, browser, shot, shown_text, text, wait_for  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -54,9 +54,8 @@ def test_run_without_accesses_says_how_to_add_them(browser, record):  # noqa: F8
     try:
         d = browser
         d.get(s.url + "?view=locality")
-        note = wait_for(lambda: [e.text for e in d.find_elements("css selector", "#locality-note")
-                                 if e.is_displayed() and e.text], what="locality note")
-        assert "no data accesses" in note[0] and "grain_data" in note[0]
+        note = shown_text(d, "#locality-note", what="locality note")
+        assert "no data accesses" in note and "grain_data" in note
         assert not d.find_elements("css selector", "#krd-fig")
     finally:
         s.stop()

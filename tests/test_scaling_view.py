@@ -10,7 +10,7 @@ import pytest
 
 from conftest import grainlab
 from grainlab.app.views.scaling import CORES
-from test_serve import Server, browser, shot, wait_for  # noqa: F401 (fixture)
+from test_serve import Server, browser, shot, shown_text, wait_for  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -60,9 +60,8 @@ def test_without_runs_the_view_says_how_to_add_them(browser, record):  # noqa: F
     try:
         d = browser
         d.get(s.url + "?view=scaling")
-        note = wait_for(lambda: [e.text for e in d.find_elements("css selector", "#scaling-note")
-                                 if e.is_displayed() and e.text], what="scaling note")
-        assert "--runs" in note[0]
+        note = shown_text(d, "#scaling-note", what="scaling note")
+        assert "--runs" in note
         assert wait_for(lambda: d.execute_script(TRACES % "#predict-fig"), what="prediction")
     finally:
         s.stop()

@@ -135,6 +135,13 @@ def text(d, css):
     return d.find_element("css selector", css).text
 
 
+def shown_text(d, css, what):
+    """The text of the first element matching `css` that is shown and not
+    empty, once there is one."""
+    return wait_for(lambda: [e.text for e in d.find_elements("css selector", css)
+                             if e.is_displayed() and e.text], what=what)[0]
+
+
 def open_page(d, url):
     """The grain graph view of `url` (the page lands on the summary)."""
     if "view=" not in url:
