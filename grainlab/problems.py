@@ -8,20 +8,12 @@ overridable with `--threshold name=value` (repeatable) or a TOML config file:
     parallel_benefit = 1.5
     work_deviation = 1.2
 
-| metric                        | problem when | default                                 |
-|-------------------------------|--------------|-----------------------------------------|
-| parallel_benefit              | <            | 1                                       |
-| load_balance                  | >            | 1.5 (thesis: 1; but two siblings of     |
-|                               |              | 10 and 11 ns would already be "unbalanced") |
-| work_deviation                | >            | 2                                       |
-| instantaneous_parallelism     | <            | cores used ("auto")                     |
-| scatter                       | >            | cores per socket ("auto")               |
-| memory_hierarchy_utilization  | <            | 2                                       |
-| numa_locality                 | <            | 0.5: byte-weighted share of the grain's |
-|                               |              | annotated data on its CPU's NUMA node   |
-|                               |              | (needs GRAINLAB_PAGES=1; docs/locality.md) |
-| preempted                     | >            | 1.5, and off the CPU >= preempted_min_us |
-|                               |              | (100 µs): wall time / CPU time          |
+Each metric's direction, default threshold and meaning are declared once, in
+grainlab.metrics.registry (docs/metrics.md's table is made from it). Load
+balance's default is 1.5, not the thesis's 1: two siblings of 10 and 11 ns
+would already be "unbalanced". "auto" thresholds are resolved from the graph:
+instantaneous parallelism against the cores used, scatter against the cores
+per socket.
 
 A rule may also need a second column past a *setting* (a threshold that is
 not a problem of its own, set the same ways): a grain is preempted when its
@@ -44,44 +36,37 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .errors import UsageError
+from .metrics import registry
 
 
-@dataclass(frozen=True)
-class Rule:
-    metric: str
-    below: bool          # problem when value < threshold (else value > threshold)
-    default: object      # float, or "auto" (resolved from the graph)
-    meaning: str
-    # (grain column, setting, scale): a problem only where the column is also
-    # >= the setting's value x scale (NaN never is)
-    floor: tuple | None = None
-
-
-RULES = {r.metric: r for r in (
-    Rule("parallel_benefit", True, 1.0, "grain work does not pay for its creation and sync"),
-    Rule("load_balance", False, 1.5, "one grain approaches the makespan of its sibling group"),
-    Rule("work_deviation", False, 2.0, "grain takes longer than in the reference run"),
-    Rule("instantaneous_parallelism", True, "auto", "too little parallelism to feed the cores"),
-    Rule("scatter", False, "auto", "siblings run on cores far apart"),
-    Rule("memory_hierarchy_utilization", True, 2.0, "grain mostly waits for memory"),
-    Rule("numa_locality", True, 0.5, "most of the grain's annotated data is on another NUMA "
-         "node than the CPU it ran on"),
-    Rule("preempted", False, 1.5, "grain's thread was off the CPU (preempted or blocked) for "
-         "much of its wall time", floor=("off_cpu_ns", "preempted_min_us", 1e3)),
-)}
+# The rules are the registry's metrics that have a threshold
+# (grainlab.metrics.registry: direction, default, meaning and floor are
+# declared there once), in the order reports list them.
+RULES = {m.name: m for m in registry.PROBLEMS}
 
 # Settings: thresholds that qualify a rule (Rule.floor), not problems themselves.
 SETTINGS = {"preempted_min_us": 100.0}
 
 
+def describe(name: str) -> str:
+    """One rule as help texts print it: "preempted > 1.5 and off_cpu_ns >=
+    preempted_min_us = 100 (only when CPU time was recorded ...)"."""
+    m = RULES[name]
+    value = f"{m.auto.replace('_', ' ')} (auto)" if m.auto else f"{m.threshold:g}"
+    text = f"{name} {'<' if m.below else '>'} {value}"
+    if m.floor is not None:
+        column, setting, _ = m.floor
+        text += f" and {column} >= {setting} = {SETTINGS[setting]:g}"
+    return text + (f" ({m.optional})" if m.optional else "")
+
+
 def default_thresholds() -> dict:
-    return {**{name: rule.default for name, rule in RULES.items()}, **SETTINGS}
+    return {**{name: rule.threshold for name, rule in RULES.items()}, **SETTINGS}
 
 
 def parse_value(name: str, text, origin: str):
@@ -89,7 +74,7 @@ def parse_value(name: str, text, origin: str):
         raise UsageError(f"{origin}: unknown threshold {name!r} "
                          f"(known: {', '.join([*RULES, *SETTINGS])})")
     if isinstance(text, str) and text.strip().lower() == "auto":
-        if name in SETTINGS or RULES[name].default != "auto":
+        if name in SETTINGS or RULES[name].threshold != "auto":
             raise UsageError(f"{origin}: threshold {name} has no automatic value")
         return "auto"
     try:
@@ -139,10 +124,11 @@ def thresholds(config=None, flags=None) -> dict:
 
 
 def resolve(th: dict, summary: dict) -> dict:
-    """Replace "auto" with the graph's cores used / cores per socket."""
-    auto = {"instantaneous_parallelism": summary.get("cores_used", 1),
-            "scatter": summary.get("cores_per_socket", summary.get("cores_used", 1))}
-    return {k: float(auto[k]) if v == "auto" else float(v) for k, v in th.items()}
+    """Replace "auto" with the graph-level value the rule names (cores used,
+    cores per socket)."""
+    def auto(name):     # the value the registry names; cores used when it is missing
+        return float(summary.get(RULES[name].auto, summary.get("cores_used", 1)))
+    return {k: auto(k) if v == "auto" else float(v) for k, v in th.items()}
 
 
 def crossing(values, metric: str, threshold: float) -> np.ndarray:

@@ -181,9 +181,8 @@ class Analysis:
         from ..metrics import compute_all
         ref = self.reference
         values = compute_all(self.graph, interval=self.interval, progress=self._progress,
-                             reference=None if ref is None else ref.graph)
-        from ..metrics import numa_locality
-        values["numa_locality"] = numa_locality.compute(self.graph, self.trace.accesses)
+                             reference=None if ref is None else ref.graph,
+                             accesses=self.trace.accesses)
         return self.graph, values
 
     @property

@@ -13,19 +13,15 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..export.palette import (CLASS_COLORS, CLASS_NAMES, CRITICAL, EDGE, IDLE, RUNTIME,
+                              severity_class)
+
 DETAIL_LIMIT = 8_000        # segments drawn one by one at most ("a few thousand grains")
 EDGE_LIMIT = 3_000          # grains below which creation/sync edges are drawn
 BINS = (480, 360)           # heatmap cells along position and time
 MS = 1e6
 
-# class -1: serial / team code (contexts); 0: grain without the problem;
-# 1..5: problem grains by severity; drawn in this order, so problems sit on top.
-CLASS_COLORS = {-1: "#9e9e9e", 0: "#dcdcdc", 1: "#fdd0a2", 2: "#fdae6b", 3: "#f16913",
-                4: "#a63603", 5: "#54278f"}
-CLASS_NAMES = {-1: "serial / team code", 0: "no problem", 1: "problem: < 20% past threshold",
-               2: "20-40% past", 3: "40-60% past", 4: "60-80% past", 5: "> 80% past"}
-CRITICAL = "#e31a1c"
-EDGE = "#b0b0b0"
+# Colours and drawing classes: grainlab.export.palette (one place for every view).
 
 
 def classes(n_grains: int, n_total: int, severity: np.ndarray, show_all: bool) -> np.ndarray:
@@ -35,8 +31,7 @@ def classes(n_grains: int, n_total: int, severity: np.ndarray, show_all: bool) -
     if show_all:
         cls[:n_grains] = 0
         return cls
-    sev = np.asarray(severity, np.float64)[:n_grains]
-    cls[:n_grains] = np.where(sev > 0, 1 + np.minimum((sev * 5).astype(np.int64), 4), 0)
+    cls[:n_grains] = np.maximum(severity_class(np.asarray(severity, np.float64)[:n_grains]), 0)
     return cls
 
 
@@ -215,8 +210,6 @@ def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 5_000) 
     return df.groupby(bucket).agg(agg).reset_index(drop=True)
 
 
-IDLE = "#c6dbef"
-RUNTIME = "#525252"
 
 
 def gantt_under(rows: np.ndarray, t0: np.ndarray, t1: np.ndarray, overhead: pd.DataFrame,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..export.drawing import (CRITICAL, EDGE_COLORS, KIND_COLORS, SEVERITY_COLORS,
-                              SUMMARY_BORDER, Drawing, item_fill)
+from ..export.drawing import Drawing, item_fill
+from ..export.palette import (CONTEXT_COLOR, CRITICAL, DIMMED, EDGE_COLORS, KIND_COLORS,
+                              SEVERITY_COLORS, SUMMARY_BORDER)
 
 MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
@@ -141,9 +142,9 @@ def _legend_name(kind, color) -> str:
     if color in SEVERITY_COLORS:
         step = SEVERITY_COLORS.index(color)
         return f"{KIND_NAMES[kind]}: problem, {20 * step}-{20 * step + 20}% past threshold"
-    if color == "#e8e8e8":
+    if color == DIMMED:
         return f"{KIND_NAMES[kind]}: no problem (dimmed)"
-    if color == "#9e9e9e":
+    if color == CONTEXT_COLOR:
         return "serial / team code"
     return KIND_NAMES[kind]
 

@@ -11,16 +11,14 @@ from urllib.parse import parse_qs, urlencode
 from dash import Input, Output, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
+from ..metrics import registry
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 
 VIEWS = [("summary", "Summary"), ("graph", "Grain graph"), ("locations", "Source locations"),
          ("parallelism", "Parallelism"), ("threads", "Threads"), ("locality", "Data locality"),
          ("scaling", "Scaling")]
-PROBLEM_LABELS = {"parallel_benefit": "Parallel benefit", "load_balance": "Load balance",
-                  "work_deviation": "Work deviation", "instantaneous_parallelism":
-                  "Instantaneous parallelism", "scatter": "Scatter",
-                  "memory_hierarchy_utilization": "Memory-hierarchy utilization",
-                  "preempted": "Preempted (wall / CPU time)", "numa_locality": "NUMA locality",
+# Every problem metric's label is the registry's (grainlab.metrics.registry).
+PROBLEM_LABELS = {**{name: registry.label(name) for name in registry.PROBLEM_ORDER},
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
 DEFAULT = {"view": "summary", "problem": "parallel_benefit", "threshold": None, "grain": None,
            "location": None, "zoom": None, "tzoom": None, "layout": "dag", "expand": None,

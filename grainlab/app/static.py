@@ -14,7 +14,8 @@ import numpy as np
 
 from .data import NO_PROBLEM, AppData
 from .figure_cache import FigureCache
-from .figures import CLASS_COLORS, CLASS_NAMES, CRITICAL, MS, classes
+from ..export.palette import CLASS_COLORS, CLASS_NAMES, CRITICAL
+from .figures import MS, classes
 from .state import DEFAULT
 
 

@@ -25,13 +25,10 @@ examples:
   grainlab analyze --weigh cpu app.parquet         # recorded with `grainlab record --cpu-time`
 
 thresholds (problem when the grain's value crosses it; docs/metrics.md):
-  parallel_benefit < 1     load_balance > 1.5           work_deviation > 2 (compare)
-  instantaneous_parallelism < cores used (auto)         scatter > cores per socket (auto)
-  memory_hierarchy_utilization < 2 (needs stall + cycle counters)
-  preempted > 1.5 (wall / CPU time), off the CPU >= preempted_min_us = 100
-                           (needs CPU time: grainlab record --cpu-time)
+{THRESHOLDS}
 config file (TOML):  [thresholds]  parallel_benefit = 1.5
-"""
+""".replace(
+    "{THRESHOLDS}", "\n".join("  " + P.describe(name) for name in P.RULES))
 
 
 def _threads(r) -> str:

@@ -33,6 +33,8 @@ import pandas as pd
 
 from ..graph.model import NODE_TYPES
 from ..graph.reduce import group_codes
+from .palette import (CHUNK_FILL, CONTEXT_COLOR, DIMMED, KIND_COLORS, SEVERITY_COLORS,
+                      SEVERITY_STEPS, severity_class)
 from .tree import tree
 
 OWNER_BUDGET = 400       # owners (grains + contexts) shown before collapsing deeper levels
@@ -40,19 +42,7 @@ NODE_BUDGET = 5_000       # nodes shown before collapsing deeper levels
 BOOKKEEPING_BUDGET = 1_000  # book-keeping nodes shown one by one before grouping them per thread
 SIBLING_PAGE = 200         # children of an expanded node shown per page
 
-# Colours (thesis Fig. 5.3): green forks and creation edges, orange joins and
-# synchronization edges, turquoise book-keeping, green chunks, black
-# continuation edges, red for the critical path; problem grains by severity
-# (5 steps, light orange to purple), everything else dimmed.
-CRITICAL = "#e31a1c"
-KIND_COLORS = {"fork": "#2ca02c", "join": "#ff7f0e", "bookkeeping": "#17becf",
-               "chunk": "#31a354", "fragment": "#9ecae1", "summary": "#cbc9e2"}
-SUMMARY_BORDER = "#6a51a3"
-EDGE_COLORS = {"creation": "#2ca02c", "synchronization": "#ff7f0e",
-               "continuation": "#222222", "dependence": "#7f7f7f"}
-SEVERITY_COLORS = ["#fdd0a2", "#fdae6b", "#f16913", "#a63603", "#54278f"]
-CONTEXT_COLOR = "#9e9e9e"     # serial / team code (initial and implicit tasks)
-DIMMED = "#e8e8e8"
+# Colours and severity classes: grainlab.export.palette (one place for every view).
 
 
 @dataclass
@@ -420,26 +410,18 @@ def _column_numbers(pos, own_shown, a, M) -> np.ndarray:
     return number[pos]
 
 
-def severity_class(sev: np.ndarray) -> np.ndarray:
-    """0 for no problem, 1..5 by how far past the threshold (as the app's
-    colouring), -1 where no severity applies (NaN)."""
-    sev = np.asarray(sev, np.float64)
-    cls = np.where(sev > 0, 1 + np.minimum((np.nan_to_num(sev) * 5).astype(np.int64), 4), 0)
-    return np.where(np.isnan(sev), -1, cls)
-
-
 def item_fill(items: pd.DataFrame, n_grains: int) -> np.ndarray:
     """Fill colour of every item: its kind's, a context's grey, a problem
     grain's severity colour, or dimmed."""
     kind = items["kind"].to_numpy().astype(str)
     gid = items["grain"].to_numpy(np.int64)
     fill = np.array([KIND_COLORS.get(k, "#999") for k in kind], dtype=object)
-    fill[(kind == "chunk")] = "#c7e9c0"
+    fill[(kind == "chunk")] = CHUNK_FILL
     fill[(kind == "fragment") & (gid >= n_grains)] = CONTEXT_COLOR
     cls = severity_class(items["sev"].to_numpy(np.float64))
     grainish = np.isin(kind, ["fragment", "chunk", "summary"]) & ((gid < n_grains) | (kind == "summary"))
     fill[grainish & (cls == 0)] = DIMMED
-    for k in range(1, 6):
+    for k in range(1, SEVERITY_STEPS + 1):
         fill[grainish & (cls == k)] = SEVERITY_COLORS[k - 1]
     return fill
 

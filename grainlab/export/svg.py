@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GrainlabError
-from .drawing import (CRITICAL, EDGE_COLORS, KIND_COLORS, Drawing, item_fill)
+from .drawing import Drawing, item_fill
+from .palette import CRITICAL, EDGE_COLORS, KIND_COLORS
 
 COL = 26            # px per column
 BAR = 14            # px: width of a rectangle

@@ -6,12 +6,11 @@
     values = compute_all(g)            # adds the columns below, returns graph-level values
     g.grains[["work", "parallel_benefit", "instantaneous_parallelism"]]
 
-Columns added (docs/metrics.md has definitions, units, thresholds, sources):
-  parallel_benefit, load_balance, scatter, earliest_start,
-  instantaneous_parallelism, instantaneous_parallelism_conservative,
-  memory_hierarchy_utilization   (only when stall + cycle counters exist),
-  cpu_ns, off_cpu_ns, preempted  (only when CPU time is recorded: record --cpu-time),
-  work_deviation                 (only with `reference=` another run's graph).
+The columns and values are those the registry (grainlab.metrics.registry)
+declares, in its order; docs/metrics.md's table is made from it. Some are
+absent when the run lacks what they read: memory_hierarchy_utilization (stall
+and cycle counters), cpu_ns/off_cpu_ns/preempted (record --cpu-time),
+numa_locality (`accesses=` with NUMA nodes), work_deviation (`reference=`).
 Already there from grainlab.graph: work, creation_cost, bookkeeping_cost,
 sync_cost, on_critical_path.
 
@@ -27,62 +26,58 @@ from . import (instantaneous_parallelism, load_balance, memory_hierarchy,
                work_deviation)
 from .contract import cores_used, threads_used
 from .earliest_start import earliest_start
+from .registry import METRICS, Context
 
-METRIC_COLUMNS = (parallel_benefit.COLUMN, load_balance.COLUMN, scatter.COLUMN,
-                  instantaneous_parallelism.COLUMN,
-                  instantaneous_parallelism.COLUMN_CONSERVATIVE,
-                  memory_hierarchy.COLUMN, preemption.CPU_NS, preemption.OFF_CPU_NS,
-                  preemption.COLUMN, work_deviation.COLUMN)
+# The grain columns compute_all adds (the graph makes work, the costs and
+# on_critical_path itself), from the registry.
+METRIC_COLUMNS = tuple(c for m in METRICS if not m.by_graph for c in m.columns)
 
 
-def compute_all(g, *, interval="median", reference=None,
+def compute_all(g, *, interval="median", reference=None, accesses=None,
                 max_intervals: int = instantaneous_parallelism.MAX_INTERVALS,
                 progress=None) -> dict:
-    """Add every metric column to `g.grains`; return the graph-level values (a JSON-able dict).
+    """Add every metric column of the registry (grainlab.metrics.registry) to
+    `g.grains`; return the graph-level values (a JSON-able dict).
 
     interval:  "median" | "min" | "gap" | ns, for instantaneous parallelism
     reference: graph of a reference run (e.g. 1 thread) -> work_deviation column
+               and the time decomposition's speed-up terms
+    accesses:  the run's data accesses (Trace.accesses) -> numa_locality
     progress:  optional callable(str) told before each step
     """
     step = progress or (lambda _msg: None)
-    # The graph-level summaries that only read the graph run on a second
-    # thread while the per-grain columns are added here: numpy releases the
-    # GIL in its loops, so on 2 cores the two overlap (fib(28), 1M grains:
-    # 1.9 -> 1.4 s). The worker sees a shallow copy of the grain table, whose
-    # columns do not change under it.
+    ctx = Context(g, interval=interval, max_intervals=max_intervals,
+                  reference=reference, accesses=accesses)
+    # Metrics marked `background` only read the graph: they run on a second
+    # thread, on a shallow copy of the graph whose grain table's columns do
+    # not change under them, while the per-grain columns are added here.
     frozen = copy.copy(g)
     frozen.grains = g.grains.copy(deep=False)
+    behind = Context(frozen, interval=interval, max_intervals=max_intervals,
+                     reference=ctx.reference, accesses=accesses)
+    values = ctx.values
     with ThreadPoolExecutor(1, thread_name_prefix="grainlab-summaries") as pool:
-        decomposition = pool.submit(time_decomposition.decompose, frozen)
-        achieved = pool.submit(instantaneous_parallelism.achieved_stats, frozen)
-        values = work.graph_values(g)
-        values["cores_used"] = cores_used(g)
-        values["threads_used"] = threads_used(g)
-        step("parallel benefit")
-        parallel_benefit.compute(g)
-        step("load balance")
-        load_balance.compute(g)
-        step("scatter")
-        values["scatter_distance"] = scatter.compute(g)
-        values["cores_per_socket"] = scatter.cores_per_socket(g.meta, values["cores_used"])
-        step("instantaneous parallelism")
-        values["instantaneous_parallelism"] = {
-            **instantaneous_parallelism.compute(g, interval, max_intervals),
-            **achieved.result()}
-        step("memory hierarchy utilization")
-        values["memory_hierarchy_utilization"] = memory_hierarchy.compute(g) or "computed"
-        step("CPU time")
-        values["cpu_time"] = preemption.compute(g) or "computed"
-        step("time decomposition")
-        values["time_decomposition"] = decomposition.result()
-    if reference is not None:
-        step("work deviation")
-        values["work_deviation"] = work_deviation.compute(g, reference)
-        values["time_decomposition"].update(time_decomposition.speedup_terms(
-            values["time_decomposition"], time_decomposition.decompose(reference)))
+        later = {m.name: pool.submit(m.compute, behind) for m in METRICS if m.background}
+        for m in METRICS:
+            if m.compute is None:
+                continue
+            if not m.background:
+                step(m.label.lower())
+            _merge(values, later[m.name].result() if m.background else m.compute(ctx))
     return values
 
 
-__all__ = ["compute_all", "earliest_start", "METRIC_COLUMNS", "instantaneous_parallelism",
-           "load_balance", "memory_hierarchy", "parallel_benefit", "preemption", "scatter",
-           "time_decomposition", "work", "work_deviation"]
+def _merge(values: dict, out: dict) -> None:
+    """A metric's graph-level values into `values`; two metrics' values under
+    one key are dicts, joined (achieved parallelism joins instantaneous)."""
+    for key, value in out.items():
+        if isinstance(value, dict) and isinstance(values.get(key), dict):
+            values[key] = {**values[key], **value}
+        else:
+            values[key] = value
+
+
+__all__ = ["compute_all", "earliest_start", "METRIC_COLUMNS", "METRICS",
+           "instantaneous_parallelism", "load_balance", "memory_hierarchy", "parallel_benefit",
+           "preemption", "scatter", "time_decomposition", "work", "work_deviation",
+           "cores_used", "threads_used"]

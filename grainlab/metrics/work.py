@@ -19,17 +19,27 @@ COLUMNS = ("work", "creation_cost", "bookkeeping_cost", "sync_cost")
 
 
 def graph_values(g) -> dict:
+    """Every graph-level value of this module: `totals` and `span_values`."""
+    return {**totals(g), **span_values(g)}
+
+
+def totals(g) -> dict:
+    """Counts and total work: additive over any split of the graph."""
     grains = g.grains
-    is_task = is_one_of(grains["kind"], "task")
-    is_chunk = is_one_of(grains["kind"], "chunk")
+    return {
+        "grains": int(len(grains)),
+        "tasks": int(np.count_nonzero(is_one_of(grains["kind"], "task"))),
+        "chunks": int(np.count_nonzero(is_one_of(grains["kind"], "chunk"))),
+        "work_ns": int(g.work),
+        "grain_work_ns": int(grains["work"].sum()),
+    }
+
+
+def span_values(g) -> dict:
+    """The span, exposed parallelism (work / span) and the critical path."""
     span = int(g.span)
     work = int(g.work)
     return {
-        "grains": int(len(grains)),
-        "tasks": int(np.count_nonzero(is_task)),
-        "chunks": int(np.count_nonzero(is_chunk)),
-        "work_ns": work,
-        "grain_work_ns": int(grains["work"].sum()),
         "span_ns": span,
         "parallelism": float(work / span) if span > 0 else 1.0,
         "critical_path": [int(x) for x in np.asarray(g.critical_grains)],
