@@ -174,3 +174,18 @@ def test_repr_html_names_the_program_and_problems(fib2):
 
 def test_cli_errors_unchanged(tmp_path, cli):
     assert_one_line_error(cli("analyze", tmp_path / "none.parquet"), "no such file")
+
+
+def test_a_part_shares_the_whole_graph_through_the_constructor(fib2, monkeypatch):
+    whole = gl.analyze(fib2.path)
+    part = whole.part(region=1)
+    assert part.whole_graph is whole.whole_graph
+    # a graph given to the constructor is never built again
+    import grainlab.analysis.analysis as A
+
+    def no_build(*_a, **_k):
+        raise AssertionError("the shared graph was built again")
+    monkeypatch.setattr(A, "_graph_while_checking", no_build)
+    other = A.Analysis(fib2.path, region=1, whole_graph=whole.whole_graph)
+    assert other.report()["span_ns"] == part.report()["span_ns"] > 0
+    assert other.report()["grains"] == part.report()["grains"] == whole.report()["grains"]

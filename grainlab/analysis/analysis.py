@@ -17,7 +17,6 @@ view reads these results; none recomputes a metric its own way.
 """
 from __future__ import annotations
 
-import math
 from functools import cached_property
 from pathlib import Path
 
@@ -25,11 +24,11 @@ import numpy as np
 import pandas as pd
 
 from .. import problems as P
-from ..errors import GrainlabError
 from ..trace.file import trace_key
+from . import report
+from .comparison import Comparison
 from .options import Options
-
-DEFAULT_TOP = 10
+from .report import DEFAULT_TOP, jsonable, program_of, span_note
 
 
 
@@ -64,11 +63,13 @@ class Analysis:
     """Lazy, cached results of analyzing one trace (see the module doc)."""
 
     def __init__(self, trace_or_path, *, reference=None, options: Options | None = None,
-                 progress=None, **keywords):
+                 progress=None, whole_graph=None, **keywords):
         """keywords: thresholds, interval, region, window, weigh (as `analyze`
-        takes them), or `options` (an Options) instead."""
+        takes them), or `options` (an Options) instead. whole_graph: the grain
+        graph of this same run, already built (another analysis's
+        `whole_graph`): shared, not built again (`part`)."""
         from ..trace.trace import Trace
-        self._progress = progress or (lambda _msg: None)
+        self.progress = progress or (lambda _msg: None)
         given = isinstance(trace_or_path, Trace)
         self._given_trace = trace_or_path if given else None
         self.path = Path(trace_or_path.path if given else trace_or_path)
@@ -77,6 +78,7 @@ class Analysis:
         self.options = options or Options(**keywords)   # bad values fail before loading
         self._reference = reference
         self._saved = None
+        self._shared_graph = whole_graph
 
     # what it was asked for (Options)
     thresholds = property(lambda self: self.options.thresholds)
@@ -103,11 +105,8 @@ class Analysis:
         analysis's trace and whole-run graph: many parts cost one build
         (grainlab.cluster.parts)."""
         from dataclasses import replace
-        b = Analysis(self.trace, options=replace(self.options, region=region, window=window),
-                     progress=self._progress)
-        b.path = self.path
-        b.__dict__["_whole_graph"] = self._whole_graph     # the cached_property's slot
-        return b
+        return Analysis(self.trace, options=replace(self.options, region=region, window=window),
+                        progress=self.progress, whole_graph=self.whole_graph)
 
     # -- the pipeline, one cached step each ---------------------------------
     @cached_property
@@ -118,7 +117,7 @@ class Analysis:
         if self._given_trace is not None:
             return self._given_trace, None
         from ..trace.trace import load_checking
-        self._progress(f"loading {self.path}")
+        self.progress(f"loading {self.path}")
         return load_checking(self.path)
 
     def _checked(self):
@@ -134,10 +133,13 @@ class Analysis:
         return self._checked()
 
     @cached_property
-    def _whole_graph(self):
-        """The grain graph of the whole run, built while the trace is validated."""
+    def whole_graph(self):
+        """The grain graph of the whole run (`graph` is of the part analyzed),
+        built while the trace is validated, or the one given to share."""
+        if self._shared_graph is not None:
+            return self._shared_graph
         trace, check = self._loaded
-        self._progress(f"building the grain graph ({len(trace.events)} events)")
+        self.progress(f"building the grain graph ({len(trace.events)} events)")
         g = _graph_while_checking(trace, check)
         self._checked()                 # the validation's error wins
         return g
@@ -150,15 +152,15 @@ class Analysis:
         used: `graph_with_metrics` is the graph with them."""
         if self._saved is not None:
             return self._saved.graph
-        g = self._whole_graph
+        g = self.whole_graph
         sel = self.selection
         if sel is not None:
             from ..graph.select import select
-            self._progress("selecting " + sel["description"])
+            self.progress("selecting " + sel["description"])
             g = select(g, region_contexts=sel["contexts"], window=sel["window_trace_ns"])
         if self.weigh == "cpu":
             from ..metrics.preemption import weigh_cpu
-            self._progress("weighing grains by CPU time")
+            self.progress("weighing grains by CPU time")
             g = weigh_cpu(g, str(self.path))
         return g
 
@@ -170,7 +172,7 @@ class Analysis:
         if self.region is None and self.window is None:
             return None
         from .selection import choose
-        return choose(self.trace, lambda: self._whole_graph, self.region, self.window)
+        return choose(self.trace, lambda: self.whole_graph, self.region, self.window)
 
     @cached_property
     def _computed(self) -> tuple:
@@ -180,7 +182,7 @@ class Analysis:
             return self._saved.graph, self._saved.metrics
         from ..metrics import compute_all
         ref = self.reference
-        values = compute_all(self.graph, interval=self.interval, progress=self._progress,
+        values = compute_all(self.graph, interval=self.interval, progress=self.progress,
                              reference=None if ref is None else ref.graph,
                              accesses=self.trace.accesses)
         return self.graph, values
@@ -203,7 +205,7 @@ class Analysis:
             return None
         if ref is None or isinstance(ref, Analysis):
             return ref
-        return Analysis(ref, options=self.options.for_reference(), progress=self._progress)
+        return Analysis(ref, options=self.options.for_reference(), progress=self.progress)
 
     @cached_property
     def locations(self) -> pd.Series:
@@ -212,7 +214,7 @@ class Analysis:
             return self._saved.locations
         from ..symbolize import grain_locations
         g = self.graph
-        self._progress("source locations")
+        self.progress("source locations")
         return pd.Series(grain_locations(g, g.meta).array, index=g.grains.index,
                          name="location")
 
@@ -255,7 +257,9 @@ class Analysis:
         return np.asarray(self.metrics["critical_path"], dtype=np.int64)
 
     # -- problems and locations ---------------------------------------------
-    def _found(self, top) -> dict:
+    def found(self, top: int = DEFAULT_TOP) -> dict:
+        """Each problem metric's evaluation at this run's thresholds
+        (grainlab.problems.evaluate), with its `top` locations."""
         return P.evaluate(self.graph_with_metrics, self.resolved_thresholds, self.locations,
                           top=top)
 
@@ -263,49 +267,17 @@ class Analysis:
         """One row per problem metric (thesis §5.4.3): threshold, direction,
         available, grains, percent, on_critical_path, work_ns, meaning, and the
         `top` source locations responsible (a list of dicts)."""
-        found = self._found(top)
-        return pd.DataFrame.from_dict(found, orient="index").rename_axis("metric")
+        return report.problems_frame(self, top)
 
     def by_location(self) -> pd.DataFrame:
         """One row per source location, by work: grains, work_ns, work_percent
         and the % of its grains flagged by each available problem (thesis Fig. 5.8)."""
-        rows = top_locations(self.graph.grains, self.locations, self._found(0),
-                             self.resolved_thresholds, None)
-        if not rows:
-            return pd.DataFrame(columns=["grains", "work_ns", "work_percent"]).rename_axis(
-                "location")
-        flat = [{"location": r["location"], "grains": r["grains"], "work_ns": r["work_ns"],
-                 "work_percent": r["work_percent"],
-                 **{f"{k}_percent": v for k, v in r["problem_percent"].items()}} for r in rows]
-        return pd.DataFrame(flat).set_index("location")
+        return report.by_location(self)
 
     def report(self, top: int = DEFAULT_TOP) -> dict:
-        """What `grainlab analyze --json --top N` prints (JSON-able)."""
-        g, summary, run = self.graph, self.metrics, self.run
-        found = self._found(top)
-        th = self.resolved_thresholds
-        return jsonable({
-            "trace": run["trace"],
-            "program": run["program"],
-            "complete": run["complete"],
-            "selection": run.get("selection"),
-            **{k: summary[k] for k in ("grains", "tasks", "chunks", "work_ns", "grain_work_ns",
-                                       "span_ns", "parallelism", "critical_path",
-                                       "cores_used", "threads_used")},
-            "thresholds": th,
-            "problems": found,
-            "instantaneous_parallelism": summary["instantaneous_parallelism"],
-            "time_decomposition": summary["time_decomposition"],
-            "memory_hierarchy_utilization": summary["memory_hierarchy_utilization"],
-            "numa_locality": summary.get("numa_locality", "not computed"),
-            "scatter_distance": summary["scatter_distance"],
-            "locations": top_locations(g.grains, self.locations, found, th, top),
-            "critical_path_grains": critical_grains(g, self.locations,
-                                                    summary["critical_path"], top),
-            "critical_path_time": path_time(g, summary["critical_path_time"]),
-            "weights": self.weigh,
-            "preemption": self.preemption(found),
-        })
+        """What `grainlab analyze --json --top N` prints (JSON-able;
+        grainlab.analysis.report)."""
+        return report.report(self, top)
 
     def preemption(self, found=None) -> dict:
         """CPU time and preemption (grainlab.metrics.preemption.report): the
@@ -313,22 +285,18 @@ class Analysis:
         critical path's time its threads were off the CPU; with the
         wall-weighted span when weighed by CPU time."""
         from ..metrics import preemption
-        found = self._found(0) if found is None else found
+        found = self.found(0) if found is None else found
         g = self.graph
         hit = P.flagged(g.grains, "preempted", self.resolved_thresholds) \
             if found["preempted"]["available"] else None
         return preemption.report(g, hit)
 
     def accesses(self, depend_bytes=None) -> pd.DataFrame:
-        """The run's data accesses (grainlab.trace.accesses): its grain_data()
-        annotations, or, when it has none and `depend_bytes` is given, its
-        `depend` items, each that many bytes."""
-        from ..trace.accesses import from_dependences, parse_depend_bytes
-        nbytes = None if depend_bytes is None else parse_depend_bytes(depend_bytes)
-        trace = self.trace
-        if len(trace.accesses) or nbytes is None:
-            return trace.accesses
-        return from_dependences(trace.events, nbytes)
+        """The run's data accesses (grainlab.analysis.locality.accesses): its
+        grain_data() annotations, or, when it has none and `depend_bytes` is
+        given, its `depend` items, each that many bytes."""
+        from . import locality
+        return locality.accesses(self, depend_bytes)
 
     def krd(self, domain: str = "llc", *, l2=None, llc=None, depend_bytes=None) -> dict:
         """Kernel Reuse Distance histograms (grainlab.metrics.krd.summary):
@@ -336,15 +304,8 @@ class Analysis:
         l2, llc: cache sizes in bytes for the close/near/far classes (default:
         the trace's topology). Raises GrainlabError when the trace holds no
         data accesses (krd.NO_ACCESSES says how to add them)."""
-        from ..metrics import krd as K
-        from ..symbolize import symbolize
-        acc = self.accesses(depend_bytes)
-        if not len(acc):
-            raise GrainlabError(K.no_accesses(self.path, self.trace.events))
-        r = K.reuse(acc, self.trace.meta.get("topology"), domain, l2, llc)
-        codes = np.unique(r.codeptr)
-        names = dict(zip(codes.tolist(), symbolize(codes, self.trace.meta.get("loadmap", []))))
-        return K.summary(r, names)
+        from . import locality
+        return locality.krd(self, domain, l2=l2, llc=llc, depend_bytes=depend_bytes)
 
     @cached_property
     def summary(self) -> dict:
@@ -382,46 +343,20 @@ class Analysis:
         "cpu" | "cap" | "none" (inflated grains); whole: replay the serial
         code before the first parallel region and after the last one too
         (by default the parallel part is timed, as benchmarks time kernels)."""
-        from ..metrics.predict import predict
-        from ..metrics.replay_graph import location_mask, replay_graph
-        g = self.graph
-        cores = list(cores)
-        self._progress(f"replaying the grain graph on {', '.join(map(str, cores))} cores")
-        out = {"trace": str(self.path), "program": self.run["program"],
-               **predict(replay_graph(g, guard=guard, whole=whole), cores, costs, wti)}
-        if what_if is None and merge_below is None:
-            return jsonable(out)
-        scale, change = None, []
-        if what_if is not None:
-            location, k = _what_if(what_if)
-            mask = location_mask(self.locations, location)
-            scale = (mask, k)
-            change.append(f"{int(mask.sum())} grains at {location} x{k:g}")
-        if merge_below is not None:
-            change.append(f"tasks deeper than {merge_below} merged into their root grain")
-        rep = replay_graph(g, guard=guard, scale=scale, merge_below=merge_below, whole=whole)
-        alt = predict(rep, cores, costs, wti)
-        alt["change"] = "; ".join(change)
-        alt["speedup_vs_baseline"] = [out["work_ns"] / max(t, 1) for t in alt["predicted_ns"]]
-        alt["gain"] = [a / max(b, 1) for a, b in zip(out["predicted_ns"], alt["predicted_ns"])]
-        out["what_if"] = alt
-        return jsonable(out)
+        from .prediction import predict
+        return predict(self, cores, what_if=what_if, merge_below=merge_below, costs=costs,
+                       wti=wti, guard=guard, whole=whole)
 
     def compare(self, other, *, threshold: float | None = None) -> "Comparison":
         """Work deviation of this run against `other`, the reference run
         (an Analysis, Trace or path; usually 1 thread), per grain and per location."""
-        ref = other if isinstance(other, Analysis) else Analysis(other, progress=self._progress)
+        ref = other if isinstance(other, Analysis) else Analysis(other, progress=self.progress)
         th = self.thresholds["work_deviation"] if threshold is None else threshold
         return Comparison(ref, self, float(th))
 
     # -- Jupyter ----------------------------------------------------------------
     def _repr_html_(self) -> str:
-        s = self.summary
-        head = (f"<b>{_esc(s['program'])}</b> ({_esc(s['trace'])})<br>"
-                f"{s['grains']} grains ({s['tasks']} tasks, {s['chunks']} chunks), "
-                f"span {s['span_ns']} ns, parallelism {s['parallelism']:.3g}")
-        cols = ["threshold", "direction", "available", "grains", "percent", "on_critical_path"]
-        return head + self.problems()[cols].to_html(float_format=lambda v: f"{v:.3g}")
+        return report.html(self)
 
     # -- save / open ---------------------------------------------------------------
     def save(self, directory) -> Path:
@@ -447,229 +382,6 @@ def open(directory, *, progress=None) -> Analysis:  # noqa: A001 (gl.open is the
     return a
 
 
-# ---------------------------------------------------------------------------
-# Comparison of two runs
-
-
-class Comparison:
-    """Run B (`b`) against reference run A (`a`), grains matched by identity.
-
-    grains     DataFrame, one row per grain of B matched in A: identity, kind,
-               location, work_a_ns, work_b_ns, work_deviation, inflated
-    locations  DataFrame, one row per source location of B: grains, work_a_ns,
-               work_b_ns, work_deviation, inflated (grains)
-    report(top) / summary: what `grainlab compare --json` prints
-    """
-
-    def __init__(self, a: Analysis, b: Analysis, threshold: float):
-        from ..metrics import time_decomposition, work_deviation
-        self.a, self.b, self.threshold = a, b, threshold
-        ga, gb = a.graph, b.graph
-        self.info = work_deviation.compute(gb, ga)
-        if self.info["matched"] == 0 and (len(ga.grains) or len(gb.grains)):
-            raise GrainlabError(f"{b.path}: no grain matches a grain of {a.path} by identity "
-                                "(different programs or inputs?)")
-        gr = gb.grains
-        dev = gr[work_deviation.COLUMN].to_numpy(np.float64)
-        pos = work_deviation.match(ga.grains, gr, work_deviation.hashes_of(ga),
-                                   work_deviation.hashes_of(gb))
-        work_a = np.where(pos >= 0, ga.grains["work"].to_numpy(np.int64)[np.maximum(pos, 0)], 0)
-        with np.errstate(invalid="ignore"):
-            inflated = dev > threshold
-        self.matched = ~np.isnan(dev)
-        self.inflated = inflated
-        self._graph_b = gb
-        # identities: a column only when the graph has one (short identities);
-        # report() makes the ones it prints on demand
-        per = {"identity": gr["identity"].to_numpy()} if "identity" in gr else {}
-        self.per_grain = pd.DataFrame({
-            **per, "kind": gr["kind"].to_numpy(),
-            "location": b.locations.to_numpy(), "work_a_ns": work_a,
-            "work_b_ns": gr["work"].to_numpy(np.int64), "work_deviation": dev,
-            "inflated": inflated, "on_critical_path": gr["on_critical_path"].to_numpy(bool)},
-            index=gr.index)
-        self.time_a = time_decomposition.decompose(ga)
-        self.time_b = time_decomposition.decompose(gb)
-        self.terms = time_decomposition.speedup_terms(self.time_b, self.time_a)
-
-    @cached_property
-    def grains(self) -> pd.DataFrame:
-        return self.per_grain[self.matched]
-
-    @cached_property
-    def locations(self) -> pd.DataFrame:
-        from ..metrics import work_deviation
-        m = self.grains
-        by = m.groupby("location", sort=False).agg(
-            grains=("work_a_ns", "size"), work_a_ns=("work_a_ns", "sum"),
-            work_b_ns=("work_b_ns", "sum"), inflated=("inflated", "sum"))
-        by["work_deviation"] = work_deviation.ratio(by["work_b_ns"].to_numpy(),
-                                                    by["work_a_ns"].to_numpy())
-        return by.sort_values("work_b_ns", ascending=False)
-
-    def report(self, top: int | None = DEFAULT_TOP) -> dict:
-        """What `grainlab compare --json` prints; `top` None lists everything."""
-        from ..metrics import work_deviation
-        info, a, b = self.info, self.a, self.b
-        by = self.locations if top is None else self.locations.head(top)
-        pg = self.per_grain
-        dev = pg["work_deviation"].to_numpy()
-        work_b = pg["work_b_ns"].to_numpy()
-        idx = np.flatnonzero(self.matched)
-        order = idx[np.lexsort((-work_b[idx], -np.nan_to_num(dev[idx], posinf=1e300)))]
-        if top is not None:
-            order = order[:top]
-        n = len(pg)
-        inflated, crit = self.inflated, pg["on_critical_path"].to_numpy()
-        return jsonable({
-            "a": a.run["trace"], "b": b.run["trace"], "program": b.run["program"],
-            "threads_a": self.time_a["threads"], "threads_b": self.time_b["threads"],
-            "grains_a": info["grains_a"], "grains_b": info["grains_b"],
-            "matched": info["matched"],
-            "only_a": info["grains_a"] - info["matched"], "only_b": n - info["matched"],
-            "work_a_ns": info["work_a_matched_ns"], "work_b_ns": info["work_b_matched_ns"],
-            "work_deviation": float(work_deviation.ratio(
-                np.array([info["work_b_matched_ns"]]), np.array([info["work_a_matched_ns"]]))[0]),
-            "threshold": self.threshold,
-            "inflated": {"grains": int(inflated.sum()),
-                         "percent": 100.0 * int(inflated.sum()) / n if n else 0.0,
-                         "on_critical_path": int((inflated & crit).sum())},
-            "time_decomposition": {"a": self.time_a, "b": self.time_b, **self.terms},
-            "locations": [{"location": str(k), "grains": int(r.grains),
-                           "work_a_ns": int(r.work_a_ns), "work_b_ns": int(r.work_b_ns),
-                           "work_deviation": float(r.work_deviation),
-                           "inflated": int(r.inflated)} for k, r in by.iterrows()],
-            "grains": [{"grain": int(i), "identity": _text(name),
-                        "kind": str(pg.at[i, "kind"]), "location": str(pg.at[i, "location"]),
-                        "work_a_ns": int(pg.at[i, "work_a_ns"]),
-                        "work_b_ns": int(pg.at[i, "work_b_ns"]),
-                        "work_deviation": float(pg.at[i, "work_deviation"])}
-                       for i, name in zip(order.tolist(),
-                                          _identities(self._graph_b, pg.index.to_numpy()[order]))],
-        })
-
-    @cached_property
-    def summary(self) -> dict:
-        return self.report(DEFAULT_TOP)
-
-
-# ---------------------------------------------------------------------------
-# Pieces of the report (columns in, plain dicts out)
-
-
-def top_locations(gr, locations, found, th, top) -> list:
-    """Every source location with its grains and work, and the % of its grains
-    flagged by each available problem (thesis Fig. 5.8), by work: the first
-    `top` of them (None: all)."""
-    if len(gr) == 0:
-        return []
-    codes, names = P.location_codes(locations)
-    df = pd.DataFrame({"location": codes, "work": gr["work"].to_numpy(np.int64)})
-    for name, res in found.items():
-        if res["available"]:
-            df[name] = P.flagged(gr, name, th)
-    flags = [c for c in df.columns if c in P.RULES]
-    by = df.groupby("location", sort=False).agg(
-        grains=("work", "size"), work_ns=("work", "sum"), **{f: (f, "mean") for f in flags})
-    by = by.sort_values("work_ns", ascending=False)
-    if top is not None:
-        by = by.head(top)
-    total = max(int(gr["work"].sum()), 1)
-    return [{"location": str(names[code]), "grains": int(r["grains"]), "work_ns": int(r["work_ns"]),
-             "work_percent": 100.0 * float(r["work_ns"]) / total,
-             "problem_percent": {f: 100.0 * float(r[f]) for f in flags}}
-            for code, r in by.iterrows()]
-
-
-def _what_if(text: str) -> tuple[str, float]:
-    """"fib.c:28=0.5" -> ("fib.c:28", 0.5)."""
-    from ..errors import UsageError
-    location, _, k = str(text).rpartition("=")
-    try:
-        factor = float(k)
-    except ValueError:
-        factor = -1.0
-    if not location.strip() or not math.isfinite(factor) or factor < 0:
-        raise UsageError(f"--what-if {text}: give LOCATION=k with k >= 0, e.g. fib.c:28=0.5")
-    return location.strip(), factor
-
-
-def critical_grains(g, locations, path, top) -> list:
-    """The first `top` grains of the critical path (identities made for
-    those grains only)."""
-    gr = g.grains
-    ids = np.asarray(path, np.int64)[:top] if top else np.zeros(0, np.int64)
-    locations = pd.Series(locations).iloc[ids].to_numpy(dtype=object) if len(ids) else []
-    names = _identities(g, ids)
-    return [{"grain": int(i), "kind": str(gr.at[i, "kind"]), "identity": _text(name),
-             "location": str(where), "work_ns": int(gr.at[i, "work"])}
-            for i, where, name in zip(ids.tolist(), locations, names)]
-
-
-def span_in_grains(report: dict) -> float:
-    """Share of the span on the critical path's grains (the rest: serial
-    code, task creation and waits in the initial / implicit tasks, team
-    barriers). The views say it when it is under SPAN_IN_GRAINS_NOTED."""
-    span = report["span_ns"]
-    return report["critical_path_time"]["grains_ns"] / span if span > 0 else 1.0
-
-
-SPAN_IN_GRAINS_NOTED = 0.9
-
-
-def span_note(report: dict) -> str | None:
-    """"N% of the span in grains" when the critical path runs mostly outside
-    grains (under SPAN_IN_GRAINS_NOTED): a path through serial code and the
-    runtime says the grains are not the problem. None otherwise."""
-    share = span_in_grains(report)
-    return None if share >= SPAN_IN_GRAINS_NOTED else f"{100.0 * share:.0f}% of the span in grains"
-
-
-def path_time(g, split: dict) -> dict:
-    """The metrics' span split (metrics.work.critical_path_time) with each
-    context's identity."""
-    ctx = split["contexts"]
-    names = _identities(g, [c["context"] for c in ctx]) if ctx else []
-    return {**split, "contexts": [{**c, "identity": _text(n)} for c, n in zip(ctx, names)]}
-
-
-def _identities(g, ids) -> list:
-    """Identity strings of grain ids, made on demand (GrainGraph.identities);
-    from the identity column for graph-like objects without one."""
-    if hasattr(g, "identities"):
-        return list(g.identities(ids))
-    col = g.grains["identity"]
-    return [None if pd.isna(v) else v for v in col.loc[np.asarray(ids, np.int64)]]
-
-
-def _text(identity) -> str:
-    """An identity as the reports always printed it (str(NaN) for none)."""
-    return "nan" if identity is None else str(identity)
-
-
-def program_of(meta: dict) -> str:
-    """The run's command line, from trace metadata."""
-    cmd = meta.get("command")
-    if isinstance(cmd, list) and cmd:
-        return " ".join(map(str, cmd))
-    return str(cmd or "?")
-
-
-def jsonable(x):
-    """Plain JSON types: numpy scalars unwrapped, non-finite floats -> None."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple, np.ndarray)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    return x
-
-
 def _graph_while_checking(trace, check):
     """The trace's grain graph, built while `check` (a Future of the trace's
     validation, or None) runs: a failed validation stops the build at its
@@ -687,11 +399,6 @@ def _graph_while_checking(trace, check):
     except Exception:
         check.result()
         raise
-
-
-def _esc(s) -> str:
-    import html
-    return html.escape(str(s))
 
 
 __all__ = ["analyze", "open", "Analysis", "Comparison", "trace_key", "jsonable"]

@@ -71,7 +71,7 @@ def serial_part(path: str) -> dict:
     start_task()
     try:
         a = _whole(path)
-        g = a._whole_graph
+        g = a.whole_graph
         inside = np.zeros(len(g.nodes), dtype=bool)
         for region in top_regions(path):
             sel = choose(a.trace, lambda: g, region, None)
