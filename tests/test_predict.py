@@ -161,8 +161,7 @@ def test_fib_work_and_span_by_hand(n):
     """Work and span by the recursion, checked against numbers worked by hand
     (n = 2, 5, 8: work 22 + w(n-1) + w(n-2) from w(0) = w(1) = 7; span 19 +
     max(s(n-1), 3 + s(n-2)) from 7) and, for every n, against the built DAG
-    itself: its weights'
-    sum and its longest path by networkx."""
+    itself: its weights' sum and its longest path by networkx."""
     work, span = fib_work_span(n)
     d = fib_dag(n)
     assert (work, span) == (sum(d.w), longest_path(d))
