@@ -296,7 +296,9 @@ def test_papi_and_perf_agree_inside_the_collector(build, example, tmp_path):
         assert not _cpu_pmu()
         assert columns == ["counter:task-clock", "counter:page-faults"]
         assert result.stderr.count("unavailable") == 2, result.stderr
-        return
+        pytest.skip("PAPI's perf_event component cannot count here (no CPU PMU): "
+                    "perf::TASK-CLOCK was dropped, so PAPI and perf cannot be compared; "
+                    "the run went on with the perf counters, as checked above")
     assert columns == ["counter:perf::TASK-CLOCK", "counter:task-clock",
                        "counter:perf::PAGE-FAULTS", "counter:page-faults"]
     df = df.dropna(subset=columns)

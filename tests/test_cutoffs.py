@@ -75,6 +75,44 @@ def test_recommendation_against_the_measured_times_directly():
     assert C.recommend(C.summary(df))["cutoff"] == want == 6
 
 
+def test_the_documented_rule_agrees_on_random_sweeps():
+    """recommend() against tests/cutoff_oracle.py (the rule restated from
+    docs/notebooks.md in plain Python) on random sweeps: ties within noise,
+    overhead-bound fastest cutoffs, all bound, one repetition's zero sd."""
+    from cutoff_oracle import documented_rule
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(300):
+        cuts = sorted(rng.choice(np.arange(1, 30), int(rng.integers(1, 6)), replace=False))
+        rows = []
+        for c in cuts:
+            mean, noise = rng.uniform(0.4, 1.0), rng.choice([0.0, 0.01, 0.1, 0.3])
+            overhead = rng.uniform(0.1, 0.9)
+            for r in range(int(rng.integers(1, 5)) if rng.random() < 0.2 else 3):
+                rows.append({"cutoff": int(c), "rep": r + 1,
+                             "alone_s": mean * (1 + noise * rng.standard_normal()),
+                             "overhead_fraction": overhead})
+        df = pd.DataFrame(rows)
+        for m in C.MEASURES:
+            if m not in df:
+                df[m] = 1.0
+        want = documented_rule(df.to_dict("records"))
+        got = C.recommend(C.summary(df))
+        assert {k: got[k] for k in want} == want, df
+        seen.add("none" if want["cutoff"] is None else "fallback" if want["fallback"] else
+                 "fastest" if want["cutoff"] == want["fastest"] else "tie")
+    assert seen == {"none", "fallback", "fastest", "tie"}     # every branch of the rule met
+
+
+def test_the_oracle_on_the_hand_cases():
+    from cutoff_oracle import documented_rule
+    for spec, want in (({2: (1.0, 0.2, 2), 4: (0.5, 0.3, 4), 6: (0.8, 0.4, 8)}, 4),
+                       ({2: (1.0, 0.2, 2), 6: (0.505, 0.45, 6), 8: (0.50, 0.7, 12)}, 6),
+                       ({2: (1.0, 0.2, 2), 8: (0.5, 0.7, 12)}, 2),
+                       ({2: (1.0, 0.6, 2), 8: (0.5, 0.7, 12)}, None)):
+        assert documented_rule(runs(spec).to_dict("records"))["cutoff"] == want, spec
+
+
 def test_explanation_states_the_numbers():
     t = C.summary(runs({2: (1.0, 0.2, 2), 4: (0.5, 0.3, 4), 6: (0.8, 0.7, 8)}))
     rec = C.recommend(t)

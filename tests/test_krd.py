@@ -42,13 +42,49 @@ def test_hand_computed_distances(native, monkeypatch):
                              np.array([1, 2, 2, 4, 1])).tolist() == [-1, -1, 0, -1, 6]
 
 
-def test_distances_match_the_definition_on_random_streams():
+def _random_stream(rng):
+    """A stream of accesses: few to many distinct blocks (ids sparse or dense),
+    each access with its own size (a block's bytes vary access by access, 0
+    included), long enough that the kernel renumbers its slots."""
+    nblocks = int(rng.choice([1, 2, 5, 12, 60, 300]))
+    ids = rng.choice(10 * nblocks + 5, nblocks, replace=False) if rng.random() < 0.5 \
+        else np.arange(nblocks)
+    blocks = ids[rng.integers(0, nblocks, int(rng.integers(1, 400)))]
+    sizes = rng.integers(0, 5000, len(blocks)) * (rng.random(len(blocks)) < 0.95)
+    return blocks.astype(np.int64), sizes.astype(np.int64)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_distances_match_the_definition_on_random_streams(native, monkeypatch):
+    """Native kernel, and its Python fallback, against the brute-force
+    definition (a block counts with the size of its latest use in between)."""
+    if not native:
+        monkeypatch.setenv("GRAINLAB_NATIVE", "0")
+    assert (K._kernel() is not None) == native
     rng = np.random.default_rng(7)
-    for _ in range(20):
-        blocks = rng.integers(0, 12, 200)
-        sizes_of = rng.integers(1, 1000, 12)
-        sizes = sizes_of[blocks]
+    for _ in range(40):
+        blocks, sizes = _random_stream(rng)
         assert K.stack_distances(blocks, sizes).tolist() == brute(blocks.tolist(), sizes.tolist())
+    # the same size for every use of a block (what annotations usually give)
+    for _ in range(10):
+        blocks = rng.integers(0, 12, 200)
+        sizes = rng.integers(1, 1000, 12)[blocks]
+        assert K.stack_distances(blocks, sizes).tolist() == brute(blocks.tolist(), sizes.tolist())
+
+
+def test_native_and_python_distances_agree_on_long_random_streams(monkeypatch):
+    """Streams too long for the brute force (many slot renumberings)."""
+    assert K._kernel() is not None, "the compiled kernels are not built"
+    rng = np.random.default_rng(11)
+    for nblocks, n in ((3, 20000), (200, 20000), (5000, 8000)):
+        blocks = rng.integers(0, nblocks, n)
+        sizes = rng.integers(0, 1 << 20, n)
+        native = K.stack_distances(blocks, sizes)
+        with monkeypatch.context() as m:
+            m.setenv("GRAINLAB_NATIVE", "0")
+            python = K.stack_distances(blocks, sizes)
+        assert native.tolist() == python.tolist()
+        assert (native == -1).sum() == len(np.unique(blocks))
 
 
 def accesses(rows):

@@ -162,7 +162,7 @@ def test_time_decomposition_per_thread():
     assert terms["WTI"] == pytest.approx(1.1)
     assert terms["speedup_bound"] == pytest.approx(2 / (18 / 11 * 1.1))
     # against a hand-made 1-thread run of total 12 with work 10 (OVR 1.2): T_1 = 12, T_2 = 9
-    one = {"work": 10, "total": 12, "threads": 1, "OVR": 1.2}
+    one = {"work": 10, "total": 12, "threads": 1, "window_ns": 12, "OVR": 1.2}
     terms = time_decomposition.speedup_terms(s, one)
     assert terms["speedup"] == pytest.approx(12 / 9)
     assert terms["OVR_relative"] == pytest.approx((18 / 11) / 1.2)

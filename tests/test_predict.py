@@ -143,11 +143,30 @@ def fib_work_span(n, A=10, F=3, J=2, B=4, L=7, defer=0, steal=0):
     return A + 2 * F + J + B + w1 + w2, A + f + max(steal + s1, f + steal + s2) + J + B
 
 
+def longest_path(d: Dag) -> int:
+    """The DAG's longest node-weighted path, by networkx (independent of the
+    recursion and of grainlab's span kernel)."""
+    import networkx as nx
+    G = nx.DiGraph()
+    G.add_nodes_from(range(len(d.w)))
+    G.add_edges_from((a, b) for a, b, _ in d.edges)
+    best = {}
+    for v in nx.topological_sort(G):
+        best[v] = d.w[v] + max((best[u] for u in G.predecessors(v)), default=0)
+    return max(best.values())
+
+
 @pytest.mark.parametrize("n", [2, 5, 8])
 def test_fib_work_and_span_by_hand(n):
+    """Work and span by the recursion, checked against numbers worked by hand
+    (n = 2, 5, 8: work 22 + w(n-1) + w(n-2) from w(0) = w(1) = 7; span 19 +
+    max(s(n-1), 3 + s(n-2)) from 7) and, for every n, against the built DAG
+    itself: its weights' sum and its longest path by networkx."""
     work, span = fib_work_span(n)
-    assert (work, span) == {2: (36, 29), 5: (210, 86)}.get(n, (work, span))
-    rep = fib_dag(n).replay()
+    d = fib_dag(n)
+    assert (work, span) == (sum(d.w), longest_path(d))
+    assert (work, span) == {2: (36, 29), 5: (210, 86), 8: (964, 143)}[n]
+    rep = d.replay()
     out = predict(rep, [1, 2, 4, 1000], ZERO)
     assert out["work_ns"] == work and out["span_ns"] == span
     assert out["predicted_ns"][0] == work

@@ -34,33 +34,112 @@ def _terms(*graphs, baseline=0):
     return sc.terms(pd.DataFrame([sc.run_split(g) for g in graphs]), baseline)
 
 
+def _exact(value, fraction):
+    """A float figure against its exact value: equal up to the rounding of
+    the two or three float64 divisions that make it (<= 4 ulps)."""
+    assert abs(Fraction(float(value)) - fraction) <= 4 * 2.0 ** -52 * abs(fraction), \
+        (value, fraction, float(fraction))
+
+
+def _split_by_hand(threads, window, busy):
+    """An independent decomposition of a hand loop (no created tasks, so every
+    gap is idle): `busy` lists per thread that ran a node its (work, schedule)
+    ns; team threads beyond them ran nothing. Returns work, overhead, idle,
+    total as integers."""
+    work = sum(w for w, _ in busy)
+    overhead = sum(o for _, o in busy)
+    idle = sum(window - w - o for w, o in busy) + (threads - len(busy)) * window
+    return work, overhead, idle, threads * window
+
+
 def test_hand_built_loops_give_exact_speedup_ovr_and_wti():
     # B: one thread, bookkeeping 1 before each of four chunks of 5 and after the
-    #    last: work 20, overhead 5, idle 0, window 25.
+    #    last: window 25, work 20, overhead 5, idle 0.
     # A: two threads, each 1 5 1 5 1: window 13, work 20, overhead 6, idle 0.
     # C: two threads, 1 6 1 6 1 (15) and 1 6 1 4 1 (13): window 15, work 22,
     #    overhead 6, idle 2 (thread 1 after its last node).
     base, a, c = loop([[5, 5, 5, 5]])[0], loop([[5, 5], [5, 5]])[0], loop([[6, 6], [6, 4]])[0]
     r = _terms(base, a, c)
+    hand = [_split_by_hand(1, 25, [(20, 5)]), _split_by_hand(2, 13, [(10, 3), (10, 3)]),
+            _split_by_hand(2, 15, [(12, 3), (10, 3)])]
     assert r["threads"].tolist() == [1, 2, 2]
     assert r["duration_ns"].tolist() == [25, 13, 15]
-    assert r["work_ns"].tolist() == [20, 20, 22]
-    assert r["overhead_ns"].tolist() == [5, 6, 6]
-    assert r["idle_ns"].tolist() == [0, 0, 2]
-    assert r["total_ns"].tolist() == [25, 26, 30]
+    for col, k in (("work_ns", 0), ("overhead_ns", 1), ("idle_ns", 2), ("total_ns", 3)):
+        assert r[col].tolist() == [h[k] for h in hand], col
     assert r["inflation_ns"].tolist() == [0, 0, 2]
-    # by hand, in exact fractions
-    ovr_b = Fraction(25, 20)
+    # by hand, in exact fractions: OVR* = N T / work, OVR relative to B's 25/20
     expect = {"speedup": [1, Fraction(25, 13), Fraction(25, 15)],
               "wti": [1, 1, Fraction(22, 20)],
-              "ovr": [1, Fraction(26, 20) / ovr_b, Fraction(30, 22) / ovr_b],
+              "ovr_abs": [Fraction(25, 20), Fraction(26, 20), Fraction(30, 22)],
+              "ovr": [1, Fraction(26, 25), Fraction(30 * 20, 22 * 25)],
               "efficiency": [1, Fraction(25, 26), Fraction(25, 30)],
               "idle_share": [0, 0, Fraction(2, 30)]}
     for col, values in expect.items():
-        assert r[col].tolist() == pytest.approx([float(v) for v in values], rel=1e-15), col
-    # the identity, by hand: 2 / (26/25 * 1) = 25/13 and 2 / (30/25 * 22/20 / (22/20)) ...
-    assert float(2 / (Fraction(30, 22) / ovr_b * Fraction(22, 20))) == pytest.approx(25 / 15)
-    assert np.abs(r["identity_error"].to_numpy()).max() < 1e-12
+        for got, want in zip(r[col].tolist(), values):
+            _exact(got, Fraction(want))
+
+
+# The work split wrong on purpose: one thread gets nearly all the chunks, a
+# second one chunk, and a third team thread none (libomp started it; it ran no
+# node). By hand (bookkeeping 1 around each chunk):
+#   thread 0: 1 9 1 9 1 = 21 (work 18, schedule 3)
+#   thread 1: 1 2 1     = 4  (work 2, schedule 2), idle 21 - 4 = 17 after it
+#   thread 2: nothing        idle 21 (the whole window)
+# window 21, N = 3: total 63 = work 20 + overhead 5 + idle 38.
+# Baseline (1 thread, chunks 5 5 5 5): window 25, work 20, total 25.
+WRONG_SPLIT = {"threads": 3, "window": 21, "work": 20, "overhead": 5, "idle": 38, "total": 63}
+
+
+def _wrong_split():
+    g = loop([[9, 9], [2]])[0]
+    g.meta["threads"] = 3
+    return g
+
+
+def test_a_wrong_work_split_gives_the_hand_computed_decomposition():
+    d = td.decompose(_wrong_split())
+    assert {k: d[k] for k in ("threads", "work", "overhead", "idle", "total")} == \
+        {k: WRONG_SPLIT[k] for k in ("threads", "work", "overhead", "idle", "total")}
+    assert d["threads_active"] == 2 and d["window_ns"] == 21
+    assert d["work"] + d["overhead"] + d["idle"] == 3 * 21
+    _exact(d["OVR"], Fraction(63, 20))
+
+
+def test_a_wrong_work_split_gives_exact_ovr_wti_and_speedup_in_scaling_and_compare():
+    base, run = loop([[5, 5, 5, 5]])[0], _wrong_split()
+    r = _terms(base, run)
+    # scaling, by hand: speed-up T_B/T_N = 25/21; WTI 20/20; OVR (63/20)/(25/20)
+    assert r.at[1, "threads"] == 3 and r.at[1, "threads_active"] == 2
+    assert r.at[1, "idle_ns"] == 38 and r.at[1, "total_ns"] == 63
+    _exact(r.at[1, "speedup"], Fraction(25, 21))
+    _exact(r.at[1, "wti"], Fraction(1))
+    _exact(r.at[1, "ovr"], Fraction(63, 25))
+    _exact(r.at[1, "ovr_abs"], Fraction(63, 20))
+    _exact(r.at[1, "efficiency"], Fraction(25, 63))
+    _exact(r.at[1, "idle_share"], Fraction(38, 63))
+    # compare (grainlab.analysis.Comparison's terms): the same numbers
+    c = td.speedup_terms(td.decompose(run), td.decompose(base))
+    _exact(c["OVR"], Fraction(63, 20))
+    _exact(c["OVR_relative"], Fraction(63, 25))
+    _exact(c["WTI"], Fraction(1))
+    _exact(c["speedup"], Fraction(25, 21))
+    _exact(c["speedup_bound"], Fraction(20, 21))     # N/(OVR WTI) = work_B / T_N
+
+
+def test_compare_and_scaling_agree_on_the_pair_with_a_thread_that_ran_nothing():
+    """The issue's pair: the team had 3 threads, one ran no node. scaling said
+    OVR 1.636, compare 1.091 (it counted the 2 threads that ran a node)."""
+    g = loop([[6, 6], [6, 4]])[0]
+    g.meta["threads"] = 3
+    base = loop([[5, 5, 5, 5]])[0]
+    r = _terms(base, g)
+    c = td.speedup_terms(td.decompose(g), td.decompose(base))
+    want = Fraction(45, 22) / Fraction(25, 20)          # 1.636...
+    _exact(r.at[1, "ovr"], want)
+    _exact(c["OVR_relative"], want)
+    for mine, theirs in (("OVR_relative", "ovr"), ("OVR", "ovr_abs"), ("WTI", "wti"),
+                         ("speedup", "speedup")):
+        assert c[mine] == r.at[1, theirs], mine
 
 
 def test_a_team_thread_that_ran_nothing_is_idle_for_the_whole_window():
@@ -71,19 +150,20 @@ def test_a_team_thread_that_ran_nothing_is_idle_for_the_whole_window():
     assert r["threads_active"].tolist() == [1, 2]
     assert r.at[1, "idle_ns"] == 2 + 15 and r.at[1, "total_ns"] == 45
     # speed-up unchanged (25/15); OVR grows by 45/30, efficiency is over 3 threads
-    assert r.at[1, "speedup"] == pytest.approx(25 / 15, rel=1e-15)
-    assert r.at[1, "ovr"] == pytest.approx((45 / 22) / (25 / 20), rel=1e-15)
-    assert r.at[1, "efficiency"] == pytest.approx(25 / 45, rel=1e-15)
-    assert abs(r.at[1, "identity_error"]) < 1e-12
+    _exact(r.at[1, "speedup"], Fraction(25, 15))
+    _exact(r.at[1, "ovr"], Fraction(45, 22) / Fraction(25, 20))
+    _exact(r.at[1, "efficiency"], Fraction(25, 45))
 
 
 def test_a_two_thread_baseline_gives_speedup_over_n_over_n_baseline():
     two, one = loop([[5, 5], [5, 5]])[0], loop([[5, 5, 5, 5]])[0]
     r = _terms(two, one, baseline=0)
     assert r["baseline"].tolist() == [True, False]
-    assert r.at[1, "speedup"] == pytest.approx(13 / 25, rel=1e-15)
-    assert r.at[1, "ideal"] == pytest.approx(0.5)
-    assert abs(r.at[1, "identity_error"]) < 1e-12
+    _exact(r.at[1, "speedup"], Fraction(13, 25))
+    _exact(r.at[1, "ideal"], Fraction(1, 2))
+    # OVR relative to the 2-thread baseline: (25/20) / (26/20); WTI 20/20
+    _exact(r.at[1, "ovr"], Fraction(25, 26))
+    _exact(r.at[1, "wti"], Fraction(1))
 
 
 def test_breakdown_bars_sum_to_the_time_of_all_threads():
@@ -164,10 +244,23 @@ def test_the_identity_holds_on_every_example_at_1_and_2_threads(record, run):
     n_over = 2 / (r.at[1, "ovr"] * r.at[1, "wti"])
     assert abs(n_over / speedup - 1) < 1e-12, (n_over, speedup)
     assert r.at[0, "ovr"] == 1.0 and r.at[0, "wti"] == 1.0 and r.at[0, "speedup"] == 1.0
-    # WTI against the decomposition's own work sums
-    w = [int(td.per_thread(a.graph)["work"].sum()) for a in s.analyses]
-    assert r.at[1, "wti"] == pytest.approx(w[1] / w[0], rel=1e-15)
+    # WTI from the node table itself (every fragment's and chunk's duration:
+    # its own time, less grains run inside it), not from the decomposition's
+    # per-thread sums
+    w = []
+    for a in s.analyses:
+        nodes = a.graph.nodes
+        own = nodes["type"].astype(str).isin(["fragment", "chunk"]) & (nodes["thread"] >= 0)
+        w.append(int(nodes["duration"][own].sum()))
+    assert r["work_ns"].tolist() == w
+    _exact(r.at[1, "wti"], Fraction(w[1], w[0]))
     assert r["matched_grains"].min() >= 1
+    # `compare` (B = 2 threads against A = 1) prints the same figures
+    c = s.analyses[1].compare(s.analyses[0]).summary["time_decomposition"]
+    assert (c["a"]["threads"], c["b"]["threads"]) == (1, 2)
+    for mine, theirs in (("OVR_relative", "ovr"), ("OVR", "ovr_abs"), ("WTI", "wti"),
+                         ("speedup", "speedup")):
+        assert c[mine] == r.at[1, theirs], mine
 
 
 # ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import GrainlabError, UsageError
+from .replay_abi import COSTS, EDGES, FLAGS, STATS
 
 PYTHON_LIMIT = 50_000
 SEED = 0x9E3779B97F4A7C15
@@ -122,8 +123,8 @@ def replay(rep, w, P: int, costs: Costs) -> dict:
                 "(build grainlab: cmake --build build); without it only graphs of up to "
                 f"{PYTHON_LIMIT} nodes are replayed")
         return replay_python(w, off, adj, et, rep.flags, indeg, P, costs)
-    stats = np.zeros(3, np.int64)
-    cost = np.array([costs.steal_ns, costs.defer_ns, costs.lock_ns, costs.deque_cap], np.int64)
+    stats = np.zeros(len(STATS), np.int64)
+    cost = cost_vector(costs)
     w = np.ascontiguousarray(w, np.int64)
     tf = rep.flags
     rc = kernel(len(w), w.ctypes.data, off.ctypes.data, adj.ctypes.data, et.ctypes.data,
@@ -133,7 +134,12 @@ def replay(rep, w, P: int, costs: Costs) -> dict:
         raise MemoryError("the replay's scratch arrays")
     if rc != 0:
         raise GrainlabError("the replayed graph is not a DAG (a grainlab bug: please report it)")
-    return {"makespan": int(stats[0]), "steals": int(stats[1]), "overhead": int(stats[2])}
+    return {name: int(stats[i]) for i, name in enumerate(STATS)}
+
+
+def cost_vector(costs: Costs) -> np.ndarray:
+    """gl_replay's cost vector: Costs' fields in replay.def's order (COSTS)."""
+    return np.array([getattr(costs, name) for name in COSTS], np.int64)
 
 
 def _csr(n, src, dst, etype):
@@ -187,8 +193,9 @@ class _Sim:
 
     def start(self, c, v, t):
         at = t
-        self.throttled[c] = bool(self.tf[v] & 2) and 0 < self.c.deque_cap <= len(self.dq[c])
-        if self.P > 1 and self.tf[v] & 2 and not self.throttled[c]:
+        spawn = bool(self.tf[v] & FLAGS["SPAWN"])
+        self.throttled[c] = spawn and 0 < self.c.deque_cap <= len(self.dq[c])
+        if self.P > 1 and spawn and not self.throttled[c]:
             at = max(at, self.lock_free[c])
             self.lock_free[c] = at + self.c.lock_ns
             at += self.c.defer_ns
@@ -226,8 +233,9 @@ class _Sim:
             if self.indeg[d]:
                 continue
             et = self.et[e]
-            r = 1 if et == 2 else (0 if (et == 1) == bool(self.c.work_first) else 2)
-            if et == 1 and self.throttled[c]:
+            creation = et == EDGES["CREATION"]
+            r = 1 if et == EDGES["OTHER"] else (0 if creation == bool(self.c.work_first) else 2)
+            if creation and self.throttled[c]:
                 r = -1
             if r < rank:
                 if best >= 0:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
+from .replay_abi import EDGES, FLAGS
 from .contract import is_one_of
 
 # A grain is capped when it is an outlier of its source location at its
@@ -26,7 +27,8 @@ from .contract import is_one_of
 FENCE_IQR = 3.0
 MIN_GROUP = 8
 SLICE_NS = 1_000_000
-EDGE_CODES = {"continuation": 0, "creation": 1}   # anything else: 2
+# the kernel's edge codes (native/replay.def): anything else is OTHER
+EDGE_CODES = {"continuation": EDGES["CONTINUATION"], "creation": EDGES["CREATION"]}
 
 
 @dataclass
@@ -63,14 +65,16 @@ class Replay:
     def spawn(self) -> np.ndarray:
         """Forks that create an explicit task (they pay the deferral)."""
         out = np.zeros(len(self.w), bool)
-        creation = self.etype == 1
+        creation = self.etype == EDGES["CREATION"]
         out[self.src[creation][self.task_first[self.dst[creation]]]] = True
         return out
 
     @property
     def flags(self) -> np.ndarray:
-        """The kernel's node flags: 1 a created task's first node, 2 a spawn."""
-        return np.ascontiguousarray(self.task_first * 1 + self.spawn * 2, np.int8)
+        """The kernel's node flags (native/replay.def): TASK_FIRST a created
+        task's first node, SPAWN a fork creating one."""
+        return np.ascontiguousarray(self.task_first * FLAGS["TASK_FIRST"]
+                                    + self.spawn * FLAGS["SPAWN"], np.int8)
 
     def stealable(self, continuations: bool) -> np.ndarray:
         """Nodes a thief can take: a created task's first node, and with
@@ -79,9 +83,9 @@ class Replay:
         if not continuations:
             return self.task_first
         fork = np.zeros(len(self.w), bool)
-        fork[self.src[self.etype == 1]] = True
+        fork[self.src[self.etype == EDGES["CREATION"]]] = True
         after = np.zeros(len(self.w), bool)
-        after[self.dst[(self.etype == 0) & fork[self.src]]] = True
+        after[self.dst[(self.etype == EDGES["CONTINUATION"]) & fork[self.src]]] = True
         return self.task_first | after
 
 
@@ -120,12 +124,12 @@ def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None 
     w = np.rint(w).astype(np.int64)
     src = g.edges["src"].to_numpy(np.int64)
     dst = g.edges["dst"].to_numpy(np.int64)
-    etype = np.full(len(src), 2, np.int8)
+    etype = np.full(len(src), EDGES["OTHER"], np.int8)
     for name, code in EDGE_CODES.items():
         etype[np.asarray(is_one_of(g.edges["type"], name))] = code
     owner = nodes["owner"].to_numpy(np.int64)
     task_first = np.zeros(len(w), bool)
-    created = dst[etype == 1]
+    created = dst[etype == EDGES["CREATION"]]
     task_first[created[(owner[created] >= 0) & (owner[created] < G)]] = True
     from ..graph.critical_path import node_arrays
     times = node_arrays(nodes)

@@ -48,47 +48,42 @@ PARTS = ("create", "schedule", "sync", "runtime")
 
 
 def run_split(g) -> dict:
-    """One run's totals: threads N (team), duration_ns T_N, work_ns (grains
-    and serial code), grain_work_ns (grains only), overhead_ns (and its create/schedule/sync/runtime parts), idle_ns,
-    total_ns = N · T_N, threads_active (threads that ran a node)."""
+    """One run's totals (time_decomposition.decompose: its N is the team):
+    threads N, duration_ns T_N, work_ns (grains and serial code), grain_work_ns
+    (grains only), overhead_ns (and its create/schedule/sync/runtime parts),
+    idle_ns, total_ns = N · T_N, threads_active (threads that ran a node)."""
     d = td.decompose(g)
-    start = g.nodes["start"].to_numpy(np.int64)
-    end = g.nodes["end"].to_numpy(np.int64)
-    window = int(end.max() - start.min()) if len(start) else 0
-    seen = int(d["threads"])
-    team = g.meta.get("threads") if isinstance(getattr(g, "meta", None), dict) else None
-    n = max(int(team or 0), seen, 1)
-    # a team thread that ran no node: idle over the whole window
-    idle = int(d["idle"]) + (n - seen) * window
-    return {"threads": n, "threads_active": seen, "duration_ns": window,
-            "work_ns": int(d["work"]), "grain_work_ns": int(g.grains["work"].sum()), "overhead_ns": int(d["overhead"]), "idle_ns": idle,
-            "total_ns": n * window, **{f"{p}_ns": int(d[p]) for p in PARTS}}
+    return {"threads": d["threads"], "threads_active": d["threads_active"],
+            "duration_ns": d["window_ns"], "work_ns": d["work"],
+            "grain_work_ns": int(g.grains["work"].sum()), "overhead_ns": d["overhead"],
+            "idle_ns": d["idle"], "total_ns": d["total"], **{f"{p}_ns": d[p] for p in PARTS}}
 
 
 def terms(splits: pd.DataFrame, baseline: int = 0) -> pd.DataFrame:
     """`splits`: one row per run (the dicts of `run_split`); row `baseline`
-    (position) is B. Adds speedup, efficiency, ovr_abs, ovr, wti, the
+    (position) is B. Adds speedup, efficiency, ovr_abs, ovr, wti (all from
+    time_decomposition.terms, the definition `compare` uses too), the
     decomposition's shares of total_ns (work/overhead/idle_share), wti_grains
     (WTI of the grains' work alone, without serial code), inflation_ns
     (work_N - work_B), and `identity` = (N/N_B) / (ovr · wti) with its relative
     error against speedup."""
     s = splits.copy()
     b = s.iloc[baseline]
-    n = s["threads"].to_numpy(np.float64)
-    t = s["duration_ns"].to_numpy(np.float64)
-    work = s["work_ns"].to_numpy(np.float64)
-    total = s["total_ns"].to_numpy(np.float64)
+    col = {c: s[c].to_numpy(np.int64) for c in ("threads", "duration_ns", "work_ns", "total_ns")}
+    t = td.terms(col["threads"], col["duration_ns"], col["work_ns"], col["total_ns"],
+                 int(b["threads"]), int(b["duration_ns"]), int(b["work_ns"]), int(b["total_ns"]))
+    total = col["total_ns"].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        s["speedup"] = float(b["duration_ns"]) / t
-        s["ideal"] = n / float(b["threads"])
-        s["efficiency"] = s["speedup"] / s["ideal"]
-        s["ovr_abs"] = total / work
-        s["ovr"] = s["ovr_abs"] / float(b["total_ns"] / b["work_ns"])
-        s["wti"] = work / float(b["work_ns"])
+        s["speedup"] = t["speedup"]
+        s["ideal"] = t["ideal"]
+        s["efficiency"] = t["efficiency"]
+        s["ovr_abs"] = t["OVR"]
+        s["ovr"] = t["OVR_relative"]
+        s["wti"] = t["WTI"]
         s["wti_grains"] = s["grain_work_ns"].to_numpy(np.float64) / float(b["grain_work_ns"])
         for part in ("work", "overhead", "idle"):
             s[f"{part}_share"] = s[f"{part}_ns"].to_numpy(np.float64) / total
-        s["identity"] = s["ideal"] / (s["ovr"] * s["wti"])
+        s["identity"] = t["identity"]
         s["identity_error"] = s["identity"] / s["speedup"] - 1.0
     s["inflation_ns"] = s["work_ns"] - int(b["work_ns"])
     s["baseline"] = np.arange(len(s)) == baseline

@@ -18,8 +18,17 @@ For each thread that ran anything, over the program's wall-clock window
 so work + overhead + idle = threads x window exactly. A lone thread is never
 idle while tasks wait for it: its time between grains is overhead. The rule is
 documented in docs/metrics.md ("Time decomposition").
-Summed over threads: OVR = (work + overhead + idle) / work, and with a reference
-run (`compare`): WTI_N = Σwork_N / Σwork_1, speed-up_N = N / (OVR_N · WTI_N).
+
+The thread count N of a run is its team: the trace's `threads` (every thread
+the runtime started), never fewer than the threads that ran a node. A team
+thread that ran no node held its core for the whole window with nothing to do:
+it is idle for the whole window (seed 001 §II: T_parallel = (T_serial / N) ·
+OVR_N · WTI_N, N the cores; Olivier et al. §2 sum the time of all threads).
+`decompose` is the one place that decides N; `speedup_terms` the one place that
+turns two decompositions into WTI, OVR and speed-up. `compare`, `analyze` and
+`scaling` (grainlab.metrics.scaling) all read them.
+Summed over threads: OVR = (work + overhead + idle) / work = N · T / work, and
+with a reference run: WTI_N = Σwork_N / Σwork_1, speed-up_N = N / (OVR_N · WTI_N).
 Units: ns.
 """
 from __future__ import annotations
@@ -103,27 +112,69 @@ def _nothing_runnable(g, threads, thread, start, end) -> np.ndarray:
     return total.reindex(threads, fill_value=hi - lo).to_numpy(np.int64)
 
 
+def team_size(g, active: int) -> int:
+    """N: the run's team (the trace's `threads`), never fewer than the
+    `active` threads that ran a node, at least 1."""
+    meta = getattr(g, "meta", None)
+    team = meta.get("threads") if isinstance(meta, dict) else None
+    return max(int(team or 0), int(active), 1)
+
+
 def decompose(g) -> dict:
+    """The run's totals over its N team threads (`team_size`): work, create,
+    schedule, sync, runtime, overhead, idle (a team thread that ran no node
+    is idle for the whole window), total = N · window; threads = N,
+    threads_active (threads that ran a node), window_ns, OVR = total / work."""
     t = per_thread(g)
     tot = {c: int(t[c].sum()) for c in COLUMNS}
-    tot["threads"] = int(len(t))
+    nodes = g.nodes
+    window = int(nodes["end"].max() - nodes["start"].min()) if len(nodes) else 0
+    active = int(len(t))
+    n = team_size(g, active)
+    tot["idle"] += (n - active) * window
+    tot["total"] += (n - active) * window
+    tot["threads"] = n
+    tot["threads_active"] = active
+    tot["window_ns"] = window
     tot["OVR"] = float(tot["total"] / tot["work"]) if tot["work"] > 0 else float("inf")
     return tot
 
 
+def terms(threads, window, work, total, base_threads, base_window, base_work, base_total) -> dict:
+    """The one definition of the scaling factors of a run N against a
+    reference run B (scalars or numpy arrays; every figure of `compare`,
+    `analyze` with a reference, and `scaling` comes from here):
+
+        OVR_abs      = total_N / work_N        (total_N = N · T_N)
+        WTI          = work_N / work_B
+        speedup      = T_B / T_N               (measured)
+        speedup_bound= N / (OVR_abs · WTI)     = work_B / T_N
+        OVR_relative = OVR_abs / OVR_abs_B     (1 for B itself)
+        ideal        = N / N_B
+        efficiency   = speedup / ideal
+        identity     = ideal / (OVR_relative · WTI)  (= speedup up to rounding)
+    """
+    f = np.float64
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ovr = f(total) / f(work)
+        ovr_b = f(base_total) / f(base_work)
+        wti = f(work) / f(base_work)
+        speedup = f(base_window) / f(window)
+        ideal = f(threads) / f(base_threads)
+        ovr_rel = ovr / ovr_b
+        return {"OVR": ovr, "WTI": wti, "speedup": speedup,
+                "speedup_bound": f(threads) / (ovr * wti), "OVR_relative": ovr_rel,
+                "ideal": ideal, "efficiency": speedup / ideal,
+                "identity": ideal / (ovr_rel * wti)}
+
+
 def speedup_terms(split_n: dict, split_1: dict) -> dict:
-    """WTI_N, OVR_N and the speed-up bound N / (OVR_N · WTI_N) (Olivier et al., SC 2012, §3):
+    """WTI_N, OVR_N and the speed-up bound N / (OVR_N · WTI_N) (Olivier et al.,
+    SC 2012, §3; seed 001 §II) of two `decompose` results (run N, reference 1):
     Σwork_1 / T_N, the speed-up over a serial run that costs only run 1's work.
-    Also the measured speed-up T_1 / T_N and OVR relative to run 1's (`OVR_relative`),
-    with which (N / N_1) / (OVR_relative · WTI) = T_1 / T_N exactly (`grainlab scaling`,
-    docs/metrics.md "Scaling")."""
-    wti = split_n["work"] / split_1["work"] if split_1["work"] > 0 else float("nan")
-    ovr = split_n["OVR"]
-    n = split_n["threads"]
-    t_n = split_n["total"] / n if n else float("nan")
-    t_1 = split_1["total"] / split_1["threads"] if split_1.get("threads") else float("nan")
-    ovr_1 = split_1.get("OVR", float("nan"))
-    return {"WTI": float(wti), "OVR": float(ovr),
-            "speedup_bound": float(n / (ovr * wti)) if ovr * wti > 0 else float("nan"),
-            "speedup": float(t_1 / t_n) if t_n > 0 else float("nan"),
-            "OVR_relative": float(ovr / ovr_1) if ovr_1 and ovr_1 == ovr_1 else float("nan")}
+    Also the measured speed-up T_1 / T_N and OVR relative to run 1's
+    (`OVR_relative`, what `grainlab scaling` calls `ovr`), with which
+    (N / N_1) / (OVR_relative · WTI) = T_1 / T_N exactly (`terms`)."""
+    t = terms(split_n["threads"], split_n["window_ns"], split_n["work"], split_n["total"],
+              split_1["threads"], split_1["window_ns"], split_1["work"], split_1["total"])
+    return {k: float(t[k]) for k in ("WTI", "OVR", "speedup_bound", "speedup", "OVR_relative")}

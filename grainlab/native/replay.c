@@ -27,6 +27,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The cost vector, flag bits, edge codes and stats: replay.def, shared with
+ * grainlab/metrics/replay_abi.py. */
+enum {
+#define GL_REPLAY_COST(name, index) GL_COST_##name = index,
+#define GL_REPLAY_FLAG(name, bit)
+#define GL_REPLAY_EDGE(name, code)
+#define GL_REPLAY_STAT(name, index)
+#include "replay.def"
+  GL_COST_N
+};
+#undef GL_REPLAY_COST
+#define GL_REPLAY_COST(name, index)
+#undef GL_REPLAY_FLAG
+#define GL_REPLAY_FLAG(name, bit) GL_FLAG_##name = bit,
+enum {
+#include "replay.def"
+  GL_FLAG_END_
+};
+#undef GL_REPLAY_FLAG
+#define GL_REPLAY_FLAG(name, bit)
+#undef GL_REPLAY_EDGE
+#define GL_REPLAY_EDGE(name, code) GL_EDGE_##name = code,
+enum {
+#include "replay.def"
+  GL_EDGE_END_
+};
+#undef GL_REPLAY_EDGE
+#define GL_REPLAY_EDGE(name, code)
+#undef GL_REPLAY_STAT
+#define GL_REPLAY_STAT(name, index) GL_STAT_##name = index,
+enum {
+#include "replay.def"
+  GL_STAT_N
+};
+#undef GL_REPLAY_STAT
+#undef GL_REPLAY_COST
+#undef GL_REPLAY_FLAG
+#undef GL_REPLAY_EDGE
+
 typedef struct {
   int64_t t;
   int64_t seq;
@@ -48,8 +87,8 @@ typedef struct {
   /* the graph */
   int64_t n;
   const int64_t *w, *off, *adj;
-  const int8_t *etype; /* 0 continuation, 1 creation, 2 other (sync, dependence) */
-  const int8_t *flags; /* 1: first node of a created task; 2: a fork creating one */
+  const int8_t *etype; /* GL_EDGE_*: continuation, creation, other (sync, dependence) */
+  const int8_t *flags; /* GL_FLAG_TASK_FIRST: first node of a created task; GL_FLAG_SPAWN: a fork creating one */
   int64_t *indeg;
   /* the machine */
   int32_t P, work_first;
@@ -160,9 +199,9 @@ static uint64_t next_random(sim_t *s) {
  * fork creating a task first takes c's deque lock, then pays the deferral. */
 static int start(sim_t *s, int32_t c, int64_t v, int64_t t) {
   int64_t at = t;
-  s->throttled[c] = (s->flags[v] & 2) && s->deque_cap > 0 &&
+  s->throttled[c] = (s->flags[v] & GL_FLAG_SPAWN) && s->deque_cap > 0 &&
                     s->dq[c].len - s->dq[c].head >= s->deque_cap;
-  if (s->P > 1 && (s->flags[v] & 2) && !s->throttled[c]) {
+  if (s->P > 1 && (s->flags[v] & GL_FLAG_SPAWN) && !s->throttled[c]) {
     if (s->lock_free[c] > at) at = s->lock_free[c];
     s->lock_free[c] = at + s->lock_ns;
     at += s->defer_ns;
@@ -201,8 +240,10 @@ static int finish(sim_t *s, int32_t c, int64_t v, int64_t t) {
     int64_t d = s->adj[e];
     if (--s->indeg[d] != 0) continue;
     /* help-first: continuation, join, child; work-first: child, join, continuation */
-    int r = s->etype[e] == 2 ? 1 : (s->etype[e] == 1) == !!s->work_first ? 0 : 2;
-    if (s->etype[e] == 1 && s->throttled[c]) r = -1; /* the child runs now */
+    int r = s->etype[e] == GL_EDGE_OTHER                           ? 1
+            : (s->etype[e] == GL_EDGE_CREATION) == !!s->work_first ? 0
+                                                                   : 2;
+    if (s->etype[e] == GL_EDGE_CREATION && s->throttled[c]) r = -1; /* the child runs now */
     if (r < rank) {
       if (best >= 0 && dq_push(s, c, best, t)) return -1;
       best = d;
@@ -247,8 +288,9 @@ static void release(sim_t *s) {
 
 /* n nodes of weight w >= 0; out-edges of v: adj[off[v]..off[v+1]) with
  * their types; flags per node (1: a created task's first node, 2: a fork
- * creating one); indeg: in-degrees (overwritten). costs = {steal_ns,
- * defer_ns, lock_ns, deque_cap}. Out: stats = {makespan, steals, overhead ns}.
+ * creating one); indeg: in-degrees (overwritten). costs, flags, edge codes
+ * and stats as replay.def lists them (costs = {steal_ns, defer_ns, lock_ns,
+ * deque_cap}; stats = {makespan, steals, overhead ns}).
  * Returns 0; -1 out of memory; -2 bad arguments; -3 a cycle (nodes left). */
 int gl_replay(int64_t n, const int64_t *w, const int64_t *off, const int64_t *adj,
               const int8_t *etype, const int8_t *flags, int64_t *indeg, int32_t P,
@@ -267,10 +309,10 @@ int gl_replay(int64_t n, const int64_t *w, const int64_t *off, const int64_t *ad
   s.indeg = indeg;
   s.P = P;
   s.work_first = work_first;
-  s.steal_ns = costs[0];
-  s.defer_ns = costs[1];
-  s.lock_ns = costs[2];
-  s.deque_cap = costs[3];
+  s.steal_ns = costs[GL_COST_steal_ns];
+  s.defer_ns = costs[GL_COST_defer_ns];
+  s.lock_ns = costs[GL_COST_lock_ns];
+  s.deque_cap = costs[GL_COST_deque_cap];
   s.rng = 0x9E3779B97F4A7C15ull;
   s.dq = calloc((size_t)P, sizeof *s.dq);
   s.running = malloc((size_t)P * sizeof *s.running);
@@ -287,9 +329,23 @@ int gl_replay(int64_t n, const int64_t *w, const int64_t *off, const int64_t *ad
     }
     rc = run(&s);
   }
-  stats[0] = s.makespan;
-  stats[1] = s.steals;
-  stats[2] = s.overhead;
+  stats[GL_STAT_makespan] = s.makespan;
+  stats[GL_STAT_steals] = s.steals;
+  stats[GL_STAT_overhead] = s.overhead;
   release(&s);
   return rc;
+}
+
+/* The conventions this build was compiled with, for the tests to check
+ * against replay.def as Python reads it: out[0..3) = the number of costs,
+ * flags' OR, the number of stats; then the cost indices of steal, defer,
+ * lock, deque_cap; the TASK_FIRST and SPAWN bits; the CONTINUATION,
+ * CREATION and OTHER codes; the makespan, steals, overhead indices (15). */
+void gl_replay_abi(int64_t *out) {
+  int64_t v[] = {GL_COST_N, GL_FLAG_TASK_FIRST | GL_FLAG_SPAWN, GL_STAT_N,
+                 GL_COST_steal_ns, GL_COST_defer_ns, GL_COST_lock_ns, GL_COST_deque_cap,
+                 GL_FLAG_TASK_FIRST, GL_FLAG_SPAWN,
+                 GL_EDGE_CONTINUATION, GL_EDGE_CREATION, GL_EDGE_OTHER,
+                 GL_STAT_makespan, GL_STAT_steals, GL_STAT_overhead};
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) out[i] = v[i];
 }
