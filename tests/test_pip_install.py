@@ -144,3 +144,17 @@ def test_no_omp_tools_header_is_a_one_line_error(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("grainlab: "), r.stderr
     for fix in ("CC=clang-19", "libomp-19-dev", "GRAINLAB_OMP_ROOT", "GRAINLAB_OMP_INCLUDE"):
         assert fix in lines[0], (fix, lines[0])
+
+
+def test_doctor_from_the_installed_package(installed):
+    """doctor in the fresh venv sees the bundled parts, and its counter probe
+    (a program recorded through the installed collector) runs."""
+    venv, work, env, _ = installed
+    r = _run([venv / "bin" / "grainlab", "doctor", "--json"], cwd=work, env=env)
+    by = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
+    assert by["collector"]["ok"] and by["collector"]["where"] == "bundled (pip)", by["collector"]
+    assert by["collector"]["path"].startswith(str(venv))
+    assert by["kernels"]["ok"] and by["kernels"]["path"].startswith(str(venv))
+    assert by["dask"]["ok"]
+    if by["perf events"]["ok"]:
+        assert "task-clock" in by["software counters"]["available"], by["software counters"]
