@@ -1,9 +1,14 @@
 """Where grainlab's native build artifacts live.
 
-The collector and its helpers (the converter grainlab-convert among them) are
-built by CMake into `<repo>/build/lib`
-(examples into `<repo>/build/examples`). GRAINLAB_BUILD_DIR moves the whole
-build; GRAINLAB_COLLECTOR points at a specific collector library.
+The collector and its helpers (the converter grainlab-convert among them)
+are, in order:
+- in `$GRAINLAB_BUILD_DIR/lib` when GRAINLAB_BUILD_DIR is set (it moves the
+  whole build, examples in `$GRAINLAB_BUILD_DIR/examples`);
+- in the package itself, `grainlab/_lib/`, when grainlab was installed by
+  pip (`pip install .`: scikit-build-core builds and installs them there);
+- in `<repo>/build/lib` in the source tree (`make build`; examples in
+  `<repo>/build/examples`), the editable install's place.
+GRAINLAB_COLLECTOR points at a specific collector library.
 """
 from __future__ import annotations
 
@@ -23,12 +28,23 @@ CONVERTER = "grainlab-convert"
 GRAPH_KERNELS = "libgrainlab_graph.so"
 
 
+# Where `pip install` puts the native parts (GRAINLAB_INSTALL_LIBDIR in CMakeLists.txt).
+BUNDLED_LIB_DIR = Path(__file__).resolve().parent / "_lib"
+
+
 def build_dir() -> Path:
     return Path(os.environ.get("GRAINLAB_BUILD_DIR") or REPO_ROOT / "build")
 
 
+def bundled() -> bool:
+    """True when the native parts come from the package (a pip install) and
+    GRAINLAB_BUILD_DIR does not move them elsewhere."""
+    return (not os.environ.get("GRAINLAB_BUILD_DIR")
+            and (BUNDLED_LIB_DIR / COLLECTOR).is_file())
+
+
 def lib_dir() -> Path:
-    return build_dir() / "lib"
+    return BUNDLED_LIB_DIR if bundled() else build_dir() / "lib"
 
 
 def examples_dir() -> Path:
@@ -38,13 +54,14 @@ def examples_dir() -> Path:
 def _existing(path: Path, what: str) -> Path:
     if not path.is_file():
         raise BuildArtifactMissing(
-            f"{what} not found at {path}: build grainlab first (`make`), "
-            "or set GRAINLAB_BUILD_DIR")
+            f"{what} not found at {path}: build grainlab first (`make` in the "
+            "source tree, or `pip install` it), or set GRAINLAB_BUILD_DIR")
     return path.resolve()
 
 
 def collector_library() -> Path:
-    """The OMPT collector: $GRAINLAB_COLLECTOR, else build/lib/libgraincollect.so."""
+    """The OMPT collector: $GRAINLAB_COLLECTOR, else libgraincollect.so in
+    `lib_dir()` (the package's _lib/ or build/lib)."""
     env = os.environ.get("GRAINLAB_COLLECTOR")
     if env:
         path = Path(env)
@@ -103,7 +120,7 @@ def example(name: str) -> Path:
 
 def converter() -> Path:
     """grainlab-convert (spool -> Parquet): next to $GRAINLAB_COLLECTOR if that
-    names a collector with a converter beside it, else build/lib."""
+    names a collector with a converter beside it, else `lib_dir()`."""
     env = os.environ.get("GRAINLAB_COLLECTOR")
     if env:
         beside = Path(env).parent / CONVERTER

@@ -31,8 +31,50 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #ifdef GL_HAVE_PAPI
+#include <dlfcn.h>
 #include <papi.h>
 #include <pthread.h>
+
+/* PAPI is loaded at run time (dlopen), not linked: a collector built with
+ * PAPI still loads where libpapi is missing (a wheel, another machine), and
+ * its PAPI counters are then unavailable with the reason. GL_PAPI_SONAME is
+ * the library the build found (CMake), tried first. */
+#ifndef GL_PAPI_SONAME
+#define GL_PAPI_SONAME "libpapi.so"
+#endif
+#define GL_PAPI_FUNCTIONS(X)                                                   \
+  X(int, library_init, (int))                                                  \
+  X(int, thread_init, (unsigned long (*)(void)))                               \
+  X(char *, strerror, (int))                                                   \
+  X(const PAPI_component_info_t *, get_component_info, (int))                  \
+  X(int, create_eventset, (int *))                                             \
+  X(int, add_event, (int, int))                                                \
+  X(int, num_events, (int))                                                    \
+  X(int, start, (int))                                                         \
+  X(int, stop, (int, long long *))                                             \
+  X(int, read, (int, long long *))                                             \
+  X(int, cleanup_eventset, (int))                                              \
+  X(int, destroy_eventset, (int *))                                            \
+  X(int, event_name_to_code, (const char *, int *))                            \
+  X(int, unregister_thread, (void))                                            \
+  X(void, shutdown, (void))
+#define GL_PAPI_FIELD(ret, name, args) ret(*name) args;
+static struct { GL_PAPI_FUNCTIONS(GL_PAPI_FIELD) } gl_papi;
+#define PAPI_library_init gl_papi.library_init
+#define PAPI_thread_init gl_papi.thread_init
+#define PAPI_strerror gl_papi.strerror
+#define PAPI_get_component_info gl_papi.get_component_info
+#define PAPI_create_eventset gl_papi.create_eventset
+#define PAPI_add_event gl_papi.add_event
+#define PAPI_num_events gl_papi.num_events
+#define PAPI_start gl_papi.start
+#define PAPI_stop gl_papi.stop
+#define PAPI_read gl_papi.read
+#define PAPI_cleanup_eventset gl_papi.cleanup_eventset
+#define PAPI_destroy_eventset gl_papi.destroy_eventset
+#define PAPI_event_name_to_code gl_papi.event_name_to_code
+#define PAPI_unregister_thread gl_papi.unregister_thread
+#define PAPI_shutdown gl_papi.shutdown
 #endif
 
 /* At most this many names may be requested (available or not). */
@@ -241,8 +283,33 @@ static int64_t offcpu_read(gl_offcpu *o, uint64_t tsc) {
 #ifdef GL_HAVE_PAPI
 static unsigned long papi_thread_id(void) { return (unsigned long)pthread_self(); }
 
+/* dlopen libpapi and fill gl_papi; 0 with papi_failure set when it cannot. */
+static int papi_load(void) {
+  static const char *const names[] = {GL_PAPI_SONAME, "libpapi.so"};
+  void *h = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
+    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(papi_failure, sizeof papi_failure,
+             "PAPI library %s not found (install PAPI, e.g. apt install libpapi7.0)", GL_PAPI_SONAME);
+    return 0;
+  }
+#define GL_PAPI_LOAD(ret, name, args)                                          \
+  if (!(*(void **)&gl_papi.name = dlsym(h, "PAPI_" #name))) {                 \
+    snprintf(papi_failure, sizeof papi_failure, "PAPI library lacks PAPI_%s", #name); \
+    return 0;                                                                  \
+  }
+  GL_PAPI_FUNCTIONS(GL_PAPI_LOAD)
+#undef GL_PAPI_LOAD
+  return 1;
+}
+
 static int papi_init(void) {
   if (papi_state) return papi_state > 0;
+  if (!papi_load()) {
+    papi_state = -1;
+    return 0;
+  }
   int v = PAPI_library_init(PAPI_VER_CURRENT);
   if (v != PAPI_VER_CURRENT) {
     snprintf(papi_failure, sizeof papi_failure, "PAPI_library_init: %s",
