@@ -136,19 +136,10 @@ class _Regions:
         return self.index[key]
 
 
-def _plan(g) -> dict:
-    """Per thread, the (kind, time, value) rows to write: 0 enter / 1 leave
-    (value = region index), 2 task create / 3 task complete (value = task id)."""
-    nodes, grains = g.nodes, g.grains
+def _grain_regions(grains, regions: _Regions):
+    """Region index of each grain (one per source location, or per kind),
+    and each grain's kind."""
     n = len(grains)
-    regions = _Regions()
-    ntype = nodes["type"].astype(str).to_numpy()
-    owner = nodes["grain"].to_numpy(dtype=np.int64)
-    thread = nodes["thread"].to_numpy(dtype=np.int64)
-    start = nodes["start"].to_numpy(dtype=np.int64)
-    end = np.maximum(nodes["end"].to_numpy(dtype=np.int64), start)
-
-    # grain regions: one per source location (or kind)
     src_col = source_column(grains)
     src = grains[src_col].astype(object).to_numpy() if src_col else np.full(n, None, object)
     kind = grains["kind"].astype(str).to_numpy() if "kind" in grains.columns \
@@ -163,6 +154,22 @@ def _plan(g) -> dict:
         label = where or ("chunk" if kind[i] == "chunk" else "task")
         grain_region[i] = regions.get(label, role, where)
 
+    return grain_region, kind
+
+
+def _plan(g) -> dict:
+    """Per thread, the (kind, time, value) rows to write: 0 enter / 1 leave
+    (value = region index), 2 task create / 3 task complete (value = task id)."""
+    nodes, grains = g.nodes, g.grains
+    n = len(grains)
+    regions = _Regions()
+    ntype = nodes["type"].astype(str).to_numpy()
+    owner = nodes["grain"].to_numpy(dtype=np.int64)
+    thread = nodes["thread"].to_numpy(dtype=np.int64)
+    start = nodes["start"].to_numpy(dtype=np.int64)
+    end = np.maximum(nodes["end"].to_numpy(dtype=np.int64), start)
+
+    grain_region, kind = _grain_regions(grains, regions)
     contexts = getattr(g, "contexts", None)
     ckind = contexts["kind"].astype(str).to_numpy() if contexts is not None and len(contexts) \
         else np.array([], object)
