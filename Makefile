@@ -34,7 +34,14 @@ CXX_NATIVE := clang++-19
 # time: GNU time, for the peak memory the benchmarks and a spool test read.
 APT_PACKAGES := clang-19 libomp-19-dev libpapi-dev cmake ninja-build gcc g++ \
                 libc6-dev python3 python3-venv chromium chromium-driver time \
-                openmpi-bin libopenmpi-dev
+                openmpi-bin libopenmpi-dev python3-otf2 otf2-tools
+# Older LLVM libomp runtimes the tests record on (grainlab record --runtime
+# llvm-N; docs/compatibility.md). Debian's libomp5-14/-15 conflict with
+# libomp5-19 (all ship /usr/lib/x86_64-linux-gnu/libomp.so.5), so their
+# libomp.so.5 is fetched with `apt-get download` and unpacked into
+# $(BUILD)/runtimes/llvm-N/ instead of installed. Intel's libiomp5 comes
+# from PyPI (intel-openmp, the dev extra).
+OLD_LIBOMP := 14 15 16
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 GRAINLAB := $(VENV)/bin/grainlab
@@ -43,7 +50,7 @@ DEMO_APP := $(BUILD)/examples/fib 32 10
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench notebooks build setup packages clean distclean help
+.PHONY: demo test bench notebooks build setup packages runtimes clean distclean help
 
 help:
 	@echo "make demo       set up, build, record build/examples/fib 32 10, summarize, analyze and serve it (SERVE=0: no server)"
@@ -83,6 +90,12 @@ $(VENV)/pyvenv.cfg: | packages
 $(STAMPS)/venv: pyproject.toml $(VENV)/pyvenv.cfg | packages
 	@echo "==> pip install -e '.[dev]' into $(VENV)"
 	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	@# Debian's OTF2 bindings (python3-otf2) into the venv, and only them: a
+	@# folder of links to the two packages, named by a .pth file.
+	@mkdir -p $(VENV)/debian-otf2
+	ln -sfn /usr/lib/python3/dist-packages/otf2 $(VENV)/debian-otf2/otf2
+	ln -sfn /usr/lib/python3/dist-packages/_otf2 $(VENV)/debian-otf2/_otf2
+	echo "$(CURDIR)/$(VENV)/debian-otf2" > "$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/grainlab-debian-otf2.pth"
 	@mkdir -p $(STAMPS) && touch $@
 
 # ---- native build (collector + examples) ------------------------------------
@@ -97,8 +110,25 @@ $(BUILD)/CMakeCache.txt: $(STAMPS)/venv | packages
 	  -DGRAINLAB_PYTHON=$(CURDIR)/$(VENV)/bin/python
 	@touch $@
 
-build: $(BUILD)/CMakeCache.txt
+build: $(BUILD)/CMakeCache.txt runtimes
 	cmake --build $(BUILD) -j$(JOBS)
+
+# LLVM libomp $(OLD_LIBOMP) into $(BUILD)/runtimes/llvm-N/libomp.so.5 (see
+# OLD_LIBOMP), unless the system has it; ~1.5 MB, once.
+runtimes: | packages
+	@for v in $(OLD_LIBOMP); do \
+	  [ -f /usr/lib/llvm-$$v/lib/libomp.so.5 ] && continue; \
+	  [ -f $(BUILD)/runtimes/llvm-$$v/libomp.so.5 ] && continue; \
+	  echo "==> fetching Debian's libomp5-$$v into $(BUILD)/runtimes/llvm-$$v/"; \
+	  tmp=$$(mktemp -d); \
+	  ( cd $$tmp && apt-get download -q libomp5-$$v >/dev/null 2>&1 ) \
+	    || { $(SUDO) apt-get update -qq && ( cd $$tmp && apt-get download -q libomp5-$$v >/dev/null 2>&1 ); } \
+	    || { echo "make: apt-get download libomp5-$$v failed"; rm -rf $$tmp; exit 1; }; \
+	  dpkg-deb -x $$tmp/libomp5-$${v}_*.deb $$tmp/x; \
+	  mkdir -p $(BUILD)/runtimes/llvm-$$v; \
+	  cp $$tmp/x/usr/lib/llvm-$$v/lib/libomp.so.5 $(BUILD)/runtimes/llvm-$$v/; \
+	  rm -rf $$tmp; \
+	done
 
 # ---- the two commands -------------------------------------------------------
 

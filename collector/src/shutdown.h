@@ -7,7 +7,7 @@
  * start, runtime JSON); kept so a signal handler need not compute them. */
 typedef struct gl_run_info {
   char *command_json, *topology_json, *loadmap_json;
-  char runtime_json[2048];
+  char runtime_json[8192];
   char output_path[4096];
   int pid; /* the traced process; a fork()ed child must not touch the trace */
 } gl_run_info;

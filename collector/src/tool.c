@@ -115,14 +115,24 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
   gl_run.command_json = gl_meta_command_json();
   gl_run.topology_json = gl_meta_topology_json();
   gl_run.loadmap_json = gl_meta_loadmap_json();
-  char callbacks[1024], name[512];
+  char callbacks[1024], name[512], library[PATH_MAX + 64];
   gl_callbacks_lookup(lookup);
   int chunks = gl_register_callbacks(set, callbacks, sizeof callbacks);
   json_escape(name, sizeof name, runtime_name);
+  /* The runtime's own file: the version string of libomp 14..19 is the same,
+   * so this is what tells which runtime a run had (grainlab record --runtime). */
+  Dl_info where;
+  char real[PATH_MAX];
+  if (dladdr((void *)lookup, &where) && where.dli_fname && where.dli_fname[0])
+    /* links followed: a launcher's symlink (libomp.so.5 -> libiomp5.so) is gone later */
+    json_escape(library, sizeof library,
+                realpath(where.dli_fname, real) ? real : where.dli_fname);
+  else
+    library[0] = 0;
   snprintf(gl_run.runtime_json, sizeof gl_run.runtime_json,
-           "{\"name\": \"%s\", \"ompt_version\": %u, \"callbacks\": %s, "
-           "\"chunks_reported\": %s}",
-           name, runtime_ompt_version, callbacks, chunks ? "true" : "false");
+           "{\"name\": \"%s\", \"library\": \"%s\", \"ompt_version\": %u, "
+           "\"callbacks\": %s, \"chunks_reported\": %s}",
+           name, library, runtime_ompt_version, callbacks, chunks ? "true" : "false");
   if (!write_spool_header()) return 0; /* one line printed; run untraced */
   gl_writer_start();
   /* exec: libgrainexec.so, when preloaded, calls us through this table. */

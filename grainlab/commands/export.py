@@ -26,12 +26,16 @@ def add_parser(subparsers):
                "  grainlab export fib.parquet --perfetto fib.json   "
                "# open in https://ui.perfetto.dev\n"
                "  grainlab export fib.parquet --svg fib.svg --depth 4 --problem load_balance\n"
-               "  grainlab export fib.parquet --png fib.png --reduced\n",
+               "  grainlab export fib.parquet --png fib.png --reduced\n"
+               "  grainlab export fib.parquet --otf2 fib-otf2   # vampir fib-otf2/traces.otf2\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", help="trace file written by `grainlab record`")
     p.add_argument("--graphml", metavar="OUT", help="write the grain graph as GraphML")
     p.add_argument("--perfetto", metavar="OUT",
                    help="write a Chrome trace-event JSON file (threads, grains, flows)")
+    p.add_argument("--otf2", metavar="DIR", help="write an OTF2 archive into DIR (anchor "
+                   "DIR/traces.otf2) for Vampir and the Score-P tools: one location per thread, "
+                   "enter/leave per grain fragment and runtime call, task create/complete")
     p.add_argument("--svg", metavar="OUT", help="write the grain graph drawn as the "
                    "thesis draws it (the web app's layout) as SVG")
     p.add_argument("--png", metavar="OUT", help="the same drawing as PNG (needs Chromium)")
@@ -55,8 +59,9 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     drawing = args.svg or args.png
-    if not args.graphml and not args.perfetto and not drawing:
-        raise UsageError("export: give --graphml OUT, --perfetto OUT, --svg OUT and/or --png OUT")
+    if not args.graphml and not args.perfetto and not drawing and not args.otf2:
+        raise UsageError("export: give --graphml OUT, --perfetto OUT, --otf2 DIR, --svg OUT "
+                         "and/or --png OUT")
     if args.reduced and not (args.graphml or drawing):
         raise UsageError("export: --reduced applies to --graphml, --svg and --png only")
     if args.depth is not None and args.depth < 0:
@@ -65,6 +70,11 @@ def run(args) -> int:
         if out:
             resolve_output(out, "the export")      # before the long analysis
 
+    if args.otf2:
+        from ..export.otf2_archive import import_otf2, prepare_directory
+        import_otf2()                                  # before the long analysis
+        if Path(args.otf2).exists():
+            prepare_directory_check(Path(args.otf2), prepare_directory)
     progress = Progress(quiet=args.quiet)
     a = Analysis(args.trace, progress=progress)
     g = graph_for_export(a, metrics=not args.no_metrics or bool(drawing))
@@ -82,7 +92,27 @@ def run(args) -> int:
         info = _atomic(Path(args.perfetto), lambda p: write_perfetto(g, p))
         print(f"{args.perfetto}: trace-event JSON, {info['grain_slices']} grain slices, "
               f"{info['slices']} slices, {info['flows']} flows, {_mb(info['bytes'])}")
+    if args.otf2:
+        progress(f"writing {args.otf2}")
+        from ..export.otf2_archive import write_otf2
+        info = write_otf2(g, Path(args.otf2))
+        print(f"{info['anchor']}: OTF2, {info['locations']} locations, {info['regions']} regions, "
+              f"{info['events']} events ({sum(info['fragments'].values())} grain fragments)"
+              + (f"; {info['clipped']} interval(s) cut at their parent's end" if info['clipped'] else ""))
     return 0
+
+
+def prepare_directory_check(out: Path, prepare) -> None:
+    """The checks of prepare_directory before the analysis, without removing anything."""
+    import tempfile
+    if not out.is_dir():
+        prepare(out)                                   # raises: not a directory
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe"
+        probe.mkdir()
+        for name in os.listdir(out):
+            (probe / name).touch()
+        prepare(probe)
 
 
 def _drawings(args, a, g, progress):

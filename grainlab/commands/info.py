@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..trace.scan import scan
+from ..trace.runtime_info import short_name
 
 HELP = "summarize a trace (events, threads, tasks, chunks, ...)"
 
@@ -69,7 +70,11 @@ def render(s: dict) -> str:
         *[f"exec'd     {' '.join(map(str, c)) if isinstance(c, list) else c}"
           for c in s.get("exec_commands", [])],
         f"status     {'complete' if s['complete'] else 'INCOMPLETE'} ({s['end_reason']})",
-        f"runtime    {s['runtime'] or 'unknown'}",
+        f"runtime    {s['runtime'] or 'unknown'}"
+        + (f" ({short_name(s['runtime_library'])}: {s['runtime_library']})"
+           if s.get("runtime_library") else ""),
+        *([f"           reports less: {'; '.join(s['runtime_limitations'])}"]
+          if s.get("runtime_limitations") else []),
         *_launch_lines(s),
         f"duration   {ms:.3f} ms over {s['threads']} thread(s)",
         f"events     {s['events']} in {s['row_groups']} row group(s), {s['flushes']} flush(es)",

@@ -31,6 +31,8 @@ examples:
   OMP_NUM_THREADS=2 grainlab record -- ./app input.txt
   grainlab record --counters task-clock,context-switches -o t.parquet -- ./app
   grainlab record --cpu-time -o t.parquet -- ./app   # then: grainlab analyze --weigh cpu
+  grainlab record --runtime llvm-14 -o t.parquet -- ./app   # on LLVM libomp 14
+  grainlab record --runtime intel -o t.parquet -- ./app     # on Intel's libiomp5
 
 counters: Linux software events (task-clock, cpu-clock, page-faults,
 minor-faults, major-faults, context-switches, cpu-migrations), off-cpu (ns the
@@ -38,7 +40,8 @@ thread was not running: what --cpu-time records) and PAPI presets/native
 events (PAPI_TOT_CYC, ...). Counters the machine cannot count are reported
 once and left out of the trace.
 
-The program must use LLVM's OpenMP runtime (clang -fopenmp). Programs built
+The program must use LLVM's OpenMP runtime (clang -fopenmp) or Intel's
+(icx -fiopenmp); --runtime runs it on another of these. Programs built
 with GCC use libgomp, which has no tool interface; --gomp-compat runs them on
 libomp's GOMP compatibility layer instead.
 """
@@ -60,6 +63,11 @@ def add_parser(subparsers):
                    help="events buffered per thread before a flush "
                         f"({S.BUFFER_EVENTS_MIN}..{S.BUFFER_EVENTS_MAX}, default "
                         f"{S.BUFFER_EVENTS_DEFAULT}; memory = threads x N x 56 bytes)")
+    p.add_argument("--runtime", metavar="RUNTIME", default=None,
+                   help="the OpenMP runtime to run PROGRAM on: llvm-N (LLVM libomp N, e.g. "
+                        "llvm-14), intel (libiomp5 from `pip install intel-openmp`) or a "
+                        "library's path (default: the one PROGRAM links); "
+                        "docs/compatibility.md says what each reports")
     p.add_argument("--gomp-compat", action="store_true",
                    help="run a libgomp (GCC) program on LLVM libomp's GOMP layer")
     p.add_argument("--force", action="store_true",
@@ -77,7 +85,8 @@ def run(args) -> int:
                                              "[-o TRACE] -- PROGRAM ARGS...)")
     return launch.record(command, Path(args.output), counters=args.counters,
                          cpu_time=args.cpu_time, buffer_events=args.buffer_events,
-                         gomp_compat=args.gomp_compat, force=args.force, quiet=args.quiet)
+                         gomp_compat=args.gomp_compat, force=args.force, quiet=args.quiet,
+                         runtime=args.runtime)
 
 
 

@@ -22,7 +22,8 @@ from ..outpath import resolve_output
 from . import ranks
 from ..trace.scan import closing_counts
 from ..trace.spool import header_values, is_converter, is_locked, lock_holder, spool_of
-from . import program
+from . import program, runtimes
+from ..trace.runtime_info import limitation_line
 
 # The Linux software events the collector offers (collector/src/counters.c),
 # and off-cpu, its own: ns each thread was not running (wall minus CPU time).
@@ -43,7 +44,8 @@ FORWARD_GRACE_S = 2.0
 
 
 def record(command: list[str], output: Path, *, counters=None, cpu_time=False,
-           buffer_events=None, gomp_compat=False, force=False, quiet=False) -> int:
+           buffer_events=None, gomp_compat=False, force=False, quiet=False,
+           runtime: str | None = None) -> int:
     """Run `command` with the collector and say what trace came out (one line
     on stderr): the program's exit code (128+N if it died of signal N), or
     another when no trace of this run was written. Everything that can be
@@ -52,6 +54,7 @@ def record(command: list[str], output: Path, *, counters=None, cpu_time=False,
     target = resolve_output(output)      # links followed; only regular files
     before = _identity(target)
     counters = check_counters(counters, cpu_time=cpu_time)
+    chosen = runtimes.resolve(runtime) if runtime is not None else None
     prog = program.inspect(command[0])
     _refuse_if_recording(output, target)
     env = os.environ.copy()
@@ -63,18 +66,24 @@ def record(command: list[str], output: Path, *, counters=None, cpu_time=False,
                 "rebuild it with `clang -fopenmp` (LLVM libomp), or rerun with "
                 "--gomp-compat to run it on libomp's GOMP compatibility layer "
                 "(source locations of some constructs then point into libomp)")
-        cleanup = _use_libomp_for_libgomp(env)
+        cleanup = runtimes.use(chosen, env, gomp=chosen.path if chosen else _libomp_for_libgomp())
     elif prog.runtime == program.NONE and not force:
         raise RecordError(f"{command[0]} does not use OpenMP (no libomp/libgomp "
                           "linked): nothing to record (if it loads libomp at run "
                           "time, add --force)")
+    else:
+        if chosen is not None:
+            runtimes.check_program(prog.path, chosen)
+        cleanup = runtimes.use(chosen, env)
     run_id = secrets.token_hex(16)
     env.update(collector_env(command, target, run_id, counters, buffer_events))
     with tempfile.TemporaryDirectory(prefix="grainlab-record-") as tmp:
         # libomp logs its tool search here when it starts: no log means the
         # runtime never started (no construct ran). A user's own setting wins.
+        # Intel's libiomp5 (2026.2) frees that log's FILE twice at exit: not there.
         log = None
-        if "OMP_TOOL_VERBOSE_INIT" not in env:
+        intel = chosen.is_intel if chosen else "libiomp5" in str(prog.runtime_path or "")
+        if "OMP_TOOL_VERBOSE_INIT" not in env and not intel:
             log = Path(tmp) / "tool-init.log"
             env["OMP_TOOL_VERBOSE_INIT"] = str(log)
         try:
@@ -84,7 +93,7 @@ def record(command: list[str], output: Path, *, counters=None, cpu_time=False,
                 cleanup()
         started = None if log is None else log.exists()
         return report(output, target, before, command[0], code, quiet,
-                      runtime_started=started, run_id=run_id)
+                      runtime_started=started, run_id=run_id, runtime=chosen)
 
 
 def collector_env(command, target: Path, run_id: str, counters, buffer_events) -> dict:
@@ -158,22 +167,15 @@ def check_counters(spec: str | None, cpu_time: bool = False) -> str | None:
     return ",".join(names)
 
 
-def _use_libomp_for_libgomp(env) -> callable:
-    """Make the loader resolve libgomp.so.1 to LLVM's libomp, whose GOMP_*
-    entry points implement GCC's ABI and report OMPT events."""
+def _libomp_for_libgomp() -> str:
+    """The LLVM libomp that --gomp-compat runs a libgomp program on (without
+    --runtime): its GOMP_* entry points implement GCC's ABI and report OMPT
+    events. The loader resolves libgomp.so.1 to it (runtimes.use)."""
     libomp = program.find_libomp()
     if not libomp:
         raise RecordError("--gomp-compat: LLVM libomp not found (install "
-                          "libomp-19-dev or set GRAINLAB_LIBOMP)")
-    shim = tempfile.mkdtemp(prefix="grainlab-gomp-")
-    os.symlink(libomp, os.path.join(shim, "libgomp.so.1"))
-    old = env.get("LD_LIBRARY_PATH")
-    env["LD_LIBRARY_PATH"] = shim + (":" + old if old else "")
-
-    def cleanup():
-        os.unlink(os.path.join(shim, "libgomp.so.1"))
-        os.rmdir(shim)
-    return cleanup
+                          "libomp-19-dev, set GRAINLAB_LIBOMP or pass --runtime)")
+    return libomp
 
 
 def run_forwarding_signals(argv, env) -> int:
@@ -240,7 +242,8 @@ def _refuse_if_recording(output: Path, target: Path) -> None:
 
 
 def report(output: Path, target: Path, before, name: str, code: int, quiet: bool,
-           runtime_started: bool | None = None, run_id: str | None = None) -> int:
+           runtime_started: bool | None = None, run_id: str | None = None,
+           runtime: runtimes.Runtime | None = None) -> int:
     """Say what the run left behind, in one line on stderr. `target` is the
     file the collector writes (`output` with links followed); `before` its
     identity before the run: a trace still the same is not this run's."""
@@ -289,4 +292,19 @@ def report(output: Path, target: Path, before, name: str, code: int, quiet: bool
               + "; ".join(trace.problems), file=sys.stderr)
     elif not quiet:
         print(f"grainlab: wrote {output} ({what})", file=sys.stderr)
+    _say_runtime(trace.meta.get("runtime"), runtime, quiet)
     return code
+
+
+def _say_runtime(meta_runtime, asked: runtimes.Runtime | None, quiet: bool) -> None:
+    """One line when the run was not on the runtime asked for (the program
+    found another first: an RPATH, a static link), and one when the runtime
+    reports less than the collector asks for (docs/compatibility.md)."""
+    library = meta_runtime.get("library") if isinstance(meta_runtime, dict) else None
+    if asked is not None and library and os.path.realpath(library) != asked.path:
+        print(f"grainlab: warning: the program ran on {library}, not on the --runtime "
+              f"{asked.name} ({asked.path}): does an RPATH or a static link choose its runtime?",
+              file=sys.stderr)
+    line = limitation_line(meta_runtime)
+    if line and not quiet:
+        print(f"grainlab: note: {line}", file=sys.stderr)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .. import schema as S
 from .batches import Collected, fed_with_all
+from .runtime_info import limitations
 from ..idindex import IdIndex
 from ..sorting import argsort
 
@@ -135,6 +136,9 @@ class Facts:
                 if isinstance(c, dict) and not c.get("available", False)],
             "runtime": runtime.get("name"),
             "chunks_reported": runtime.get("chunks_reported"),
+            # only in traces that have them: older traces keep their output
+            **({"runtime_library": runtime["library"]} if runtime.get("library") else {}),
+            **({"runtime_limitations": limitations(runtime)} if limitations(runtime) else {}),
             "command": meta.get("command"),
             # a run that exec()s: the command line of every later image, in order
             "exec_commands": [i.get("command") for i in meta["images"][1:]
