@@ -21,6 +21,7 @@ import pytest
 import grainlab as gl
 from grainlab.export import write_graphml, write_perfetto
 from grainlab.export.graphml import NODE_STYLE
+from grainlab.export.palette import CRITICAL
 from conftest import assert_one_line_error, grainlab
 
 GML = "{http://graphml.graphdrawing.org/xmlns}"
@@ -151,7 +152,7 @@ def check_graphml(g, path):
         assert shape.find(Y + "Fill").get("color") == NODE_STYLE[typ][1]
         assert shape.find(Y + "Shape").get("type") == NODE_STYLE[typ][0]
         border = shape.find(Y + "BorderStyle").get("color")
-        assert (border == "#FF0000") == bool(nodes["on_critical_path"].iloc[i])
+        assert (border == CRITICAL) == bool(nodes["on_critical_path"].iloc[i])
         if typ in ("fragment", "chunk"):
             widths.append((int(nodes["duration"].iloc[i]),
                            float(shape.find(Y + "Geometry").get("width"))))

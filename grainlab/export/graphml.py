@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 from . import _text as T
 from ._labels import NOT_EXPORTED, owner_identity, owner_index, source_column
+from .palette import CRITICAL, EDGE_COLORS, KIND_COLORS
 
 NS = ('xmlns="http://graphml.graphdrawing.org/xmlns" '
       'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
@@ -41,13 +42,14 @@ NS = ('xmlns="http://graphml.graphdrawing.org/xmlns" '
       'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
       'http://www.yworks.com/xml/schema/graphml/1.1/ygraphml.xsd"')
 
-# Node look per type (thesis Fig. 5.3): (yEd shape, fill colour).
+# Node look per type (thesis Fig. 5.3): (yEd shape, fill colour), in the
+# colours of every other view (grainlab.export.palette).
 NODE_STYLE = {
-    "fragment": ("rectangle", "#C6D4E8"),
-    "chunk": ("rectangle", "#7BC96F"),
-    "fork": ("ellipse", "#2CA02C"),
-    "join": ("ellipse", "#FF8C00"),
-    "bookkeeping": ("rectangle", "#40E0D0"),
+    "fragment": ("rectangle", KIND_COLORS["fragment"]),
+    "chunk": ("rectangle", KIND_COLORS["chunk"]),
+    "fork": ("triangle", KIND_COLORS["fork"]),
+    "join": ("ellipse", KIND_COLORS["join"]),
+    "bookkeeping": ("rectangle", KIND_COLORS["bookkeeping"]),
 }
 UNKNOWN_STYLE = ("rectangle", "#FFFFFF")
 # Types whose rectangle width scales with duration.
@@ -55,13 +57,7 @@ SCALED_TYPES = ("fragment", "chunk")
 MIN_WIDTH, MAX_WIDTH, HEIGHT = 20, 300, 30
 CIRCLE = 24
 BOOKKEEPING_SIZE = 16
-EDGE_COLOUR = {
-    "creation": "#2CA02C",        # green, as in the thesis
-    "synchronization": "#FF8C00",  # orange
-    "continuation": "#000000",
-    "dependence": "#7B3FA0",
-}
-CRITICAL = "#FF0000"
+EDGE_COLOUR = EDGE_COLORS
 
 # GraphML attribute types (attr.type).
 GRAPHML_TYPES = ("boolean", "int", "long", "double", "string")
