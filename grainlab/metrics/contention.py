@@ -41,11 +41,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-PESSIMISTIC_A = 1.0       # the range's pessimistic end: grains up to 2x slower
+PESSIMISTIC_A = 2.0       # the range's pessimistic end: grains up to 3x slower
 MIN_GRAINS = 8            # a location's own fit needs this many grains in a run ...
 MIN_SHARE = 0.01          # ... and this share of the grains' work
 MIN_H = 1.0 - 1.0 / 1.2   # a run whose concurrency is under 1.2 fits nothing
-A_RANGE = (-0.5, 8.0)     # fitted amplitudes are clipped to this
+A_RANGE = (0.0, 8.0)      # fitted amplitudes are clipped to this (no speed-up from contention)
 
 
 def h(c) -> np.ndarray:
