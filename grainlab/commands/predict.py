@@ -39,8 +39,9 @@ def add_parser(subparsers):
                    help="also replay with tasks deeper than DEPTH merged into their root grain")
     p.add_argument("--wti", metavar="FACTOR|FILE",
                    help="work time inflation at P > 1: a factor, or `grainlab scaling --json` output")
-    p.add_argument("--runs", nargs="+", metavar="TRACE|P=SPEEDUP",
-                   help="measured runs of the same program at more threads: traces (each "
+    p.add_argument("--runs", action="append", metavar="TRACE|P=SPEEDUP",
+                   help="measured runs of the same program at more threads (repeat the option, "
+                        "or separate them by commas): traces (each "
                         "location's work time inflation is fitted from them), or P=SPEEDUP, "
                         "a measured speed-up at P threads (one factor for every grain); "
                         "docs/predict.md, Contention")
@@ -85,7 +86,7 @@ def split_runs(items) -> tuple[list, dict]:
     """--runs items: trace paths, and P=SPEEDUP pairs ({P: speed-up})."""
     from ..errors import UsageError
     traces, measured = [], {}
-    for x in items:
+    for x in [y for item in items for y in str(item).split(",") if y.strip()]:
         left, eq, right = str(x).partition("=")
         if not eq:
             traces.append(x)
