@@ -113,15 +113,19 @@ def _contend(a, rep, out: dict, costs, fitted, bound: bool = True):
                     "pessimistic": pess}
 
 
-def serial_part(g, work_ns: int, whole: bool = True) -> dict:
+AMDAHL_NOTED = 100.0     # analyze names the serial part when it caps the speed-up below this
+
+
+def serial_part(g, work_ns: int, whole: bool = True, split: dict | None = None) -> dict:
     """The initial task's code on the critical path (it runs alone at any
     core count) and Amdahl's bound work / serial; its serial start: the
     initial task's code before its first parallel region. whole=False: the
     initial task's code before the first region and after the last one is
-    not counted (what `predict` times by default)."""
+    not counted (what `predict` times by default). split: the span's split
+    (critical_path_time) when already computed."""
     from ..metrics.replay_graph import _outside_regions
     from ..metrics.work import critical_path_time
-    split = critical_path_time(g)
+    split = critical_path_time(g) if split is None else split
     serial = sum(c["ns"] for c in split["contexts"] if c["kind"] == "initial")
     start = serial_start(g)
     if not whole:
