@@ -49,7 +49,7 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
                                  fill="tonexty", fillcolor="rgba(117,107,177,0.18)",
                                  name="contention range: pessimistic bound .. contention-free"))
     fig.add_trace(go.Scatter(x=P, y=pred["speedup"], mode="lines+markers",
-                             name="predicted (contention-free)" if rng else "predicted",
+                             name="predicted",
                              line=dict(color=PREDICTED, width=3)))
     c = pred.get("contention")
     if c and c.get("fitted"):
