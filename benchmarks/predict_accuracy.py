@@ -25,8 +25,24 @@ under SCHED_FIFO, so that jobs of normal priority cannot preempt the runs
 Numbers from a shared 2-core machine stay noisy; re-run on a quiet one.
 
     .venv/bin/python benchmarks/predict_accuracy.py [--reps 3] [--keep DIR]
-        [--only fib,sort] [--steal-ns N --defer-ns N --lock-ns N]
+        [--only fib,sort] [--steal-ns N --defer-ns N --lock-ns N] [--mode 2core|16core|both]
 --keep DIR records once and reuses the traces there on the next run.
+
+16 cores (--mode 16core, or both): the 1-thread traces and measured times of
+../shared/scaling16 (README there; --scaling16 DIR elsewhere). Nothing is
+recorded, and the replay is deterministic, so this part can run on a busy
+machine. Per program and core count P in 2, 4, 8, 16 (best of the
+repetitions):
+
+  whole    `predict --whole` against the process's wall time (`seconds`)
+  regions  `predict` (the parallel regions) against the kernel timer (`bots_time`)
+
+each contention-free, with the contention model fitted from the measured
+speed-up at 2 threads (`--runs 2=S`: the same model and constants for every
+program; errors at 2 are then ~0 by construction and are left out), and the
+range (pessimistic bound .. contention-free) with whether the measured
+speed-up lies inside it. Nothing is fitted per program beyond what
+`--runs` gives any user.
 """
 from __future__ import annotations
 
@@ -107,6 +123,92 @@ def one_case(label, prog, args, reps, tmp: Path, costs) -> dict:
             "parallelism": pred["parallelism"], "capped": pred["guard"]["capped_grains"]}
 
 
+SCALING16 = REPO.parent / "shared" / "scaling16"
+CORES16 = [1, 2, 4, 8, 16]
+
+
+def best_times(path: Path) -> dict:
+    """{(id, threads): (seconds, bots_time or None)}: the best of the
+    repetitions without any tool (mode `alone`)."""
+    import csv
+    out = {}
+    with open(path) as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            if r["mode"] != "alone" or r["rc"] != "0":
+                continue
+            key = (r["id"], int(r["threads"]))
+            sec = float(r["seconds"])
+            kern = float(r["bots_time"]) if r["bots_time"] else None
+            old = out.get(key, (float("inf"), None))
+            out[key] = (min(old[0], sec), kern if old[1] is None or (kern is not None and
+                                                                      kern < old[1]) else old[1])
+    return out
+
+
+def sixteen(folder: Path, costs) -> int:
+    """16-core accuracy on ../shared/scaling16 (see the module doc)."""
+    from grainlab.analysis.analysis import Analysis
+    if not (folder / "times.tsv").is_file():
+        print(f"\n16 cores: {folder} not found (or has no times.tsv): the scaling16 data set "
+              "(1-thread traces and measured times on 16 cores) is not on this machine; "
+              "give it with --scaling16 DIR")
+        return 0
+    times = best_times(folder / "times.tsv")
+    ids = sorted({k[0] for k in times if (folder / f"{k[0]}.t1.parquet").is_file()})
+    errors = {}        # (kind, model, P) -> [error]
+    inside = {}        # (kind, P) -> [bool]
+    print(f"\n16 cores: {len(ids)} programs of {folder} (best of the repetitions, "
+          "speed-up T1/TP)")
+    print(f"{'program':<24} {'P':>3} | {'whole':>6} {'pred':>6} {'model':>6} {'range':>13} | "
+          f"{'kernel':>6} {'pred':>6} {'model':>6} {'range':>13}")
+    for pid in ids:
+        a = Analysis(folder / f"{pid}.t1.parquet")
+        cols = {}
+        for kind, whole, idx in (("whole", True, 0), ("regions", False, 1)):
+            t1 = times.get((pid, 1), (None, None))[idx]
+            meas = {P: t1 / times[(pid, P)][idx] for P in CORES16
+                    if t1 and (pid, P) in times and times[(pid, P)][idx]}
+            if 2 not in meas:
+                cols[kind] = None
+                continue
+            cf = a.predict(CORES16, costs=costs, whole=whole)
+            fit = a.predict(CORES16, costs=costs, whole=whole, measured={2: meas[2]})
+            cols[kind] = (meas, cf, fit)
+        for i, P in enumerate(CORES16[1:], 1):
+            row = f"{pid:<24} {P:>3} |"
+            for kind in ("whole", "regions"):
+                c = cols[kind]
+                if c is None:
+                    row += f" {'-':>6} {'-':>6} {'-':>6} {'-':>13} |"
+                    continue
+                meas, cf, fit = c
+                m = meas.get(P)
+                p_cf, p_fit = cf["speedup"][i], fit["contention"]["speedup"][i]
+                lo, hi = cf["range"]["speedup"][i]
+                if m:
+                    errors.setdefault((kind, "free", P), []).append(p_cf / m - 1)
+                    if P > 2:
+                        errors.setdefault((kind, "model", P), []).append(p_fit / m - 1)
+                    inside.setdefault((kind, P), []).append(lo * 0.999 <= m <= hi * 1.001)
+                row += (f" {m or float('nan'):>6.2f} {p_cf:>6.2f} {p_fit:>6.2f} "
+                        f"{lo:>6.2f}-{hi:<6.2f} |")
+            print(row.rstrip("|"), flush=True)
+    print("\n|error| of the predicted speed-up (median / max over the programs)")
+    print(f"{'':<30} " + " ".join(f"{P:>15}" for P in CORES16[1:]))
+    for kind in ("whole", "regions"):
+        for model, label in (("free", "contention-free"), ("model", "contention model (2=S)")):
+            cells = []
+            for P in CORES16[1:]:
+                e = [abs(x) for x in errors.get((kind, model, P), [])]
+                cells.append(f"{statistics.median(e):>6.1%} / {max(e):>6.1%}" if e else
+                             f"{'-':>15}")
+            print(f"{kind + ' ' + label:<30} " + " ".join(f"{c:>15}" for c in cells))
+        cov = [f"{sum(inside.get((kind, P), []))}/{len(inside.get((kind, P), []))}"
+               for P in CORES16[1:]]
+        print(f"{kind + ' measured inside range':<30} " + " ".join(f"{c:>15}" for c in cov))
+    return 0
+
+
 def main() -> int:
     from grainlab.metrics.predict import Costs
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -120,8 +222,14 @@ def main() -> int:
     ap.add_argument("--steal-ns", type=int, default=d.steal_ns)
     ap.add_argument("--defer-ns", type=int, default=d.defer_ns)
     ap.add_argument("--lock-ns", type=int, default=d.lock_ns)
+    ap.add_argument("--mode", choices=("2core", "16core", "both"), default="both",
+                    help="2core: record and compare here; 16core: ../shared/scaling16 only")
+    ap.add_argument("--scaling16", default=str(SCALING16), metavar="DIR",
+                    help="the 16-core data set (default ../shared/scaling16 beside the repo)")
     args = ap.parse_args()
     costs = Costs(args.steal_ns, args.defer_ns, args.lock_ns)
+    if args.mode == "16core":
+        return sixteen(Path(args.scaling16), costs)
     if args.fifo:
         FIFO[:] = ["chrt", "-f", "10"]
     cases = [c for c in CASES if not args.only or c[0] in args.only.split(",")]
@@ -143,6 +251,8 @@ def main() -> int:
     print(f"\nmedian |error| {statistics.median(errs):.1%}   max |error| {max(errs):.1%}   "
           f"({len(rows)} programs, {args.reps} runs each at 1 and 2 threads; costs "
           f"steal {costs.steal_ns} ns, defer {costs.defer_ns} ns, lock {costs.lock_ns} ns)")
+    if args.mode == "both":
+        return sixteen(Path(args.scaling16), costs)
     return 0
 
 

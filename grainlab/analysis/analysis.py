@@ -332,7 +332,8 @@ class Analysis:
 
     def predict(self, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
                 merge_below: int | None = None, costs=None, wti=None,
-                guard: str = "auto", whole: bool = False) -> dict:
+                guard: str = "auto", whole: bool = False, runs=None, measured=None,
+                contention=None) -> dict:
         """The grain graph replayed on each core count of `cores` (docs/predict.md):
         predicted time and speed-up, the bounds work/P and span, the burdened
         span (`grainlab predict --json`). what_if: "LOCATION=k", that
@@ -342,10 +343,17 @@ class Analysis:
         work-time-inflation factor, or callable(P) -> factor; guard: "auto" |
         "cpu" | "cap" | "none" (inflated grains); whole: replay the serial
         code before the first parallel region and after the last one too
-        (by default the parallel part is timed, as benchmarks time kernels)."""
+        (by default the parallel part is timed, as benchmarks time kernels).
+        Contention (grainlab.metrics.contention; docs/predict.md): runs:
+        traces (paths or Analyses) of the same program at more threads, from
+        which each location's inflation is fitted; measured: {threads:
+        measured speed-up} (times only: one factor for every grain);
+        contention: a ready Contention. Without them "range" holds the
+        contention-free prediction and a pessimistic bound."""
         from .prediction import predict
         return predict(self, cores, what_if=what_if, merge_below=merge_below, costs=costs,
-                       wti=wti, guard=guard, whole=whole)
+                       wti=wti, guard=guard, whole=whole, runs=runs, measured=measured,
+                       contention=contention)
 
     def compare(self, other, *, threshold: float | None = None) -> "Comparison":
         """Work deviation of this run against `other`, the reference run

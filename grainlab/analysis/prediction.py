@@ -1,24 +1,38 @@
 """The grain graph of one analysis replayed on simulated cores (`grainlab
 predict`; docs/predict.md), and its what-ifs: a location made k times
-cheaper, tasks below a depth merged into their ancestor."""
+cheaper, tasks below a depth merged into their ancestor; and contention:
+the grains' inflation fitted from measured runs at more threads, or bounded
+(grainlab.metrics.contention)."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from .report import jsonable
 
 
 def predict(a, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
             merge_below: int | None = None, costs=None, wti=None,
-            guard: str = "auto", whole: bool = False) -> dict:
+            guard: str = "auto", whole: bool = False, runs=None, measured=None,
+            contention=None) -> dict:
     """Analysis.predict of the Analysis `a` (its docstring says the rest)."""
+    from ..errors import UsageError
     from ..metrics.predict import predict as replay_on
     from ..metrics.replay_graph import location_mask, replay_graph
     g = a.graph
     cores = list(cores)
+    if wti is not None and (runs or measured or contention is not None):
+        raise UsageError("give either --wti or measured runs (--runs), not both")
     a.progress(f"replaying the grain graph on {', '.join(map(str, cores))} cores")
+    rep = replay_graph(g, guard=guard, whole=whole)
     out = {"trace": str(a.path), "program": a.run["program"],
-           **replay_on(replay_graph(g, guard=guard, whole=whole), cores, costs, wti)}
+           **replay_on(rep, cores, costs, wti)}
+    fitted = contention if contention is not None else \
+        _fitted(a, rep, costs, runs, measured)
+    out["serial"] = serial_part(g, out["work_ns"], whole)
+    if wti is None:
+        _contend(a, rep, out, costs, fitted)
     if what_if is None and merge_below is None:
         return jsonable(out)
     scale, change = None, []
@@ -29,13 +43,117 @@ def predict(a, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
         change.append(f"{int(mask.sum())} grains at {location} x{k:g}")
     if merge_below is not None:
         change.append(f"tasks deeper than {merge_below} merged into their root grain")
-    rep = replay_graph(g, guard=guard, scale=scale, merge_below=merge_below, whole=whole)
-    alt = replay_on(rep, cores, costs, wti)
+    rep2 = replay_graph(g, guard=guard, scale=scale, merge_below=merge_below, whole=whole)
+    alt = replay_on(rep2, cores, costs, wti)
+    if wti is None and fitted is not None:
+        _contend(a, rep2, alt, costs, fitted, bound=False)
     alt["change"] = "; ".join(change)
-    alt["speedup_vs_baseline"] = [out["work_ns"] / max(t, 1) for t in alt["predicted_ns"]]
-    alt["gain"] = [x / max(y, 1) for x, y in zip(out["predicted_ns"], alt["predicted_ns"])]
+    alt["speedup_vs_baseline"] = [out["work_ns"] / max(t, 1) for t in _best(alt)]
+    alt["gain"] = [x / max(y, 1) for x, y in zip(_best(out), _best(alt))]
     out["what_if"] = alt
     return jsonable(out)
+
+
+def _best(r: dict) -> list:
+    """The prediction to act on: with measured contention, the contended one."""
+    c = r.get("contention")
+    return c["predicted_ns"] if c and c.get("fitted") else r["predicted_ns"]
+
+
+def _fitted(a, rep, costs, runs, measured):
+    """The contention model from measured runs (traces at more threads), or
+    from measured speed-ups {P: speed-up} (times only); None without either."""
+    from ..metrics import contention as ct
+    if runs:
+        from .scaling import Scaling
+        a.progress("fitting contention from the measured runs")
+        return ct.from_scaling(Scaling([a, *runs], baseline=0, progress=a.progress))
+    if measured:
+        from ..metrics.predict import predict as replay_on
+        (P, speedup), = sorted(measured.items())[-1:]
+        cf = replay_on(rep, [int(P)], costs)
+        c = ct.concurrency(ct.grain_work(rep), cf["predicted_ns"][0], P)
+        return ct.from_speedup(int(P), float(speedup), cf["speedup"][0], c)
+    return None
+
+
+def _contend(a, rep, out: dict, costs, fitted, bound: bool = True):
+    """Adds "contention" (the replay with the fitted model) and "range"
+    (contention-free to the pessimistic bound, or to the fitted model if
+    that is slower) to `out`, the contention-free replay of `rep`."""
+    from ..metrics import contention as ct
+    from ..metrics.predict import predict as replay_on
+    cores = out["cores"]
+    gw = ct.grain_work(rep)
+    conc = [ct.concurrency(gw, t, P) for P, t in zip(cores, out["predicted_ns"])]
+    locations = a.locations.to_numpy() if rep.grain is not None and (rep.grain >= 0).any() \
+        else np.zeros(0, object)
+
+    def replayed(model):
+        amp = model.grain_amplitude(locations)
+        at = dict(zip(cores, conc))
+        r = replay_on(rep, cores, costs, lambda P: ct.node_factors(rep, amp, at[P]))
+        return {"predicted_ns": r["predicted_ns"], "speedup": r["speedup"],
+                "inflation": r["wti"], "concurrency": conc, **model.describe()}
+
+    if fitted is not None:
+        c = replayed(fitted)
+        c["fitted"] = True
+        for f in c["locations"]:
+            f["inflation"] = [float(ct.inflation(f["amplitude"], x)) for x in conc]
+        out["contention"] = c
+    if not bound:
+        return
+    pess = replayed(ct.pessimistic(a.graph))
+    slow = [max(x, y) for x, y in zip(pess["predicted_ns"], _best(out))]
+    out["range"] = {"predicted_ns": [[min(out["predicted_ns"][i], _best(out)[i]), slow[i]]
+                                     for i in range(len(cores))],
+                    "speedup": [[out["work_ns"] / max(s, 1), out["work_ns"] / max(f, 1)]
+                                for f, s in zip(out["predicted_ns"], slow)],
+                    "pessimistic": pess}
+
+
+AMDAHL_NOTED = 100.0     # analyze names the serial part when it caps the speed-up below this
+
+
+def serial_part(g, work_ns: int, whole: bool = True, split: dict | None = None) -> dict:
+    """The initial task's code on the critical path (it runs alone at any
+    core count) and Amdahl's bound work / serial; its serial start: the
+    initial task's code before its first parallel region. whole=False: the
+    initial task's code before the first region and after the last one is
+    not counted (what `predict` times by default). split: the span's split
+    (critical_path_time) when already computed."""
+    from ..metrics.replay_graph import _outside_regions
+    from ..metrics.work import critical_path_time
+    split = critical_path_time(g) if split is None else split
+    serial = sum(c["ns"] for c in split["contexts"] if c["kind"] == "initial")
+    start = serial_start(g)
+    if not whole:
+        serial -= int(g.nodes["duration"].to_numpy(np.int64)[_outside_regions(g)].sum())
+        start = 0
+    serial = max(int(serial), 0)
+    return {"serial_ns": serial, "serial_start_ns": start,
+            "amdahl_speedup": (work_ns / serial) if serial > 0 else None}
+
+
+def serial_start(g) -> int:
+    """The initial task's time before its first parallel-region fork (0
+    when it has no region)."""
+    nodes, ctx = g.nodes, g.contexts
+    if "kind" not in ctx:
+        return 0
+    initial = ctx.index[(ctx["kind"] == "initial").to_numpy(bool)]
+    if not len(initial):
+        return 0
+    owner = nodes["owner"].to_numpy(np.int64)
+    mine = owner == int(initial[0])
+    child = nodes["child"].to_numpy(np.int64)
+    forks = mine & (nodes["type"] == "fork").to_numpy(bool) & (child >= len(g.grains))
+    if not forks.any():
+        return 0
+    seq = nodes["owner_seq"].to_numpy(np.int64)
+    first = seq[forks].min()
+    return int(nodes["duration"].to_numpy(np.int64)[mine & (seq < first)].sum())
 
 
 def _what_if(text: str) -> tuple[str, float]:

@@ -16,13 +16,16 @@ import plotly.graph_objects as go
 PREDICTED = "#08519c"
 WHAT_IF = "#e6550d"
 BOUND = "#9e9e9e"
+CONTENDED = "#756bb1"
 
 
 def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
     """Speed-up vs cores: the prediction, the range its bounds allow (work/P
     and span above, Brent's bound with the costs below), the linear speed-up,
     the parallelism (work/span) and burdened parallelism, and the what-if
-    replay when there is one."""
+    replay when there is one; with contention (docs/predict.md) the range
+    from the pessimistic bound to the contention-free prediction, and the
+    prediction with the contention fitted from measured runs."""
     P = np.asarray(pred["cores"], np.float64)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=P, y=pred["speedup_upper"], mode="lines", line=dict(width=0),
@@ -36,8 +39,23 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
                               (pred["burdened_parallelism"], "burdened parallelism", "dashdot")):
         fig.add_trace(go.Scatter(x=[P.min(), P.max()], y=[value, value], mode="lines",
                                  name=f"{name} {value:.1f}", line=dict(color=BOUND, dash=dash)))
-    fig.add_trace(go.Scatter(x=P, y=pred["speedup"], mode="lines+markers", name="predicted",
+    rng = pred.get("range")
+    if rng:
+        lo = [x[0] for x in rng["speedup"]]
+        hi = [x[1] for x in rng["speedup"]]
+        fig.add_trace(go.Scatter(x=P, y=hi, mode="lines", line=dict(width=0),
+                                 showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=P, y=lo, mode="lines", line=dict(width=0, color=CONTENDED),
+                                 fill="tonexty", fillcolor="rgba(117,107,177,0.18)",
+                                 name="contention range: pessimistic bound .. contention-free"))
+    fig.add_trace(go.Scatter(x=P, y=pred["speedup"], mode="lines+markers",
+                             name="predicted",
                              line=dict(color=PREDICTED, width=3)))
+    c = pred.get("contention")
+    if c and c.get("fitted"):
+        fig.add_trace(go.Scatter(x=P, y=c["speedup"], mode="lines+markers",
+                                 name="predicted with measured contention",
+                                 line=dict(color=CONTENDED, width=3)))
     alt = pred.get("what_if")
     if alt:
         fig.add_trace(go.Scatter(x=P, y=alt["speedup_vs_baseline"], mode="lines+markers",

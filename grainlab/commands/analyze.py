@@ -119,6 +119,7 @@ def render(r: dict) -> str:
            f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains"
            f"{_path_share(r)})",
            f"  parallelism  {r['parallelism']:.3g} (work / span)",
+           *_amdahl(r),
            *_cpu_lines(r),
            f"  inst. par.   interval {fmt_ns(ipx['interval_ns'])} ({ipx['interval_choice']}): "
            f"ideal mean {ipx['ideal_mean']:.3g}, min {ipx['ideal_min']}; "
@@ -203,6 +204,20 @@ def _preempted_path_note(r: dict) -> str:
         text += (" (a busy machine?); rerun on a quieter one, or weigh grains by CPU time: "
                  f"grainlab analyze --weigh cpu {r['trace']}")
     return text
+
+
+def _amdahl(r: dict) -> list:
+    """The serial part, when it caps the speed-up (Amdahl) below AMDAHL_NOTED."""
+    from ..analysis.prediction import AMDAHL_NOTED
+    s = r.get("serial") or {}
+    bound = s.get("amdahl_speedup")
+    if not bound or bound >= AMDAHL_NOTED:
+        return []
+    start = s.get("serial_start_ns") or 0
+    where = (f", {fmt_ns(start)} of it the serial start before the first parallel region"
+             if start else "")
+    return [f"  serial       {fmt_ns(s['serial_ns'])} of the initial task on the critical path"
+            f"{where}: at most {bound:.1f}x on any number of cores (Amdahl: work / serial)"]
 
 
 def _path_share(r: dict) -> str:

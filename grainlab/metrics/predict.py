@@ -65,7 +65,8 @@ def parse_cores(text) -> list[int]:
 def predict(rep, cores, costs: Costs | None = None, wti=None) -> dict:
     """Predicted time, speed-up and bounds for each core count of `cores`.
     wti: work time inflation, a number or callable(P) -> factor (>= 1 slows
-    the grains' own code at P cores); None: 1."""
+    the grains' own code at P cores) or -> one factor per node of `rep`
+    (the contention model, grainlab.metrics.contention); None: 1."""
     costs = (costs or Costs()).check()
     work, span = rep.work, _span(rep, rep.w)
     burdened = _span(rep, rep.w + rep.task_first * costs.steal_ns + rep.spawn * costs.defer_ns)
@@ -91,16 +92,20 @@ def _at(rep, P: int, costs: Costs, wti, span: int) -> dict:
     span where every node also waits the most its start can: a stolen node
     a steal and every other core's steal ahead of it at one deque, a fork
     creating a task the deferral and the same wait for its deque's lock."""
-    f = 1.0 if P == 1 or wti is None else float(wti(P) if callable(wti) else wti)
-    w = rep.w if f == 1.0 else np.where(rep.own, np.rint(rep.w * f), rep.w).astype(np.int64)
+    f = 1.0 if P == 1 or wti is None else (wti(P) if callable(wti) else wti)
+    f = float(f) if np.ndim(f) == 0 else np.asarray(f, np.float64)   # or one factor per node
+    same = np.ndim(f) == 0 and f == 1.0
+    w = rep.w if same else np.where(rep.own, np.rint(rep.w * f), rep.w).astype(np.int64)
     stats = replay(rep, w, P, costs if P > 1 else Costs(0, 0, 0, costs.work_first, 0))
     wp = int(w.sum())
     queue = 0 if P == 1 else costs.lock_ns * (P - 1)
     stolen = rep.stealable(costs.work_first or costs.deque_cap > 0)
     extra = stolen * (costs.steal_ns + queue) + rep.spawn * (costs.defer_ns + queue) if P > 1 else 0
+    if np.ndim(f):         # per node: the grains' own work's mean factor
+        f = float(w[rep.own].sum() / max(int(rep.w[rep.own].sum()), 1))
     return {"predicted_ns": stats["makespan"], "wti": f, "steals": stats["steals"],
             "overhead_ns": stats["overhead"],
-            "lower_ns": max(-(-wp // P), span if f == 1.0 else _span(rep, w)),
+            "lower_ns": max(-(-wp // P), span if same else _span(rep, w)),
             "upper_ns": -(-(wp + stats["overhead"]) // P) + _span(rep, w + extra)}
 
 

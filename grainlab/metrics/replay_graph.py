@@ -44,6 +44,7 @@ class Replay:
     own: np.ndarray                       # node runs a grain's own code (fragment/chunk)
     times: dict                           # start, end, is_join, released: a topological order
     guard: dict = field(default_factory=dict)
+    grain: np.ndarray | None = None       # the grain a node belongs to (-1: none)
 
     @property
     def work(self) -> int:
@@ -134,7 +135,8 @@ def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None 
     from ..graph.critical_path import node_arrays
     times = node_arrays(nodes)
     del times["duration"]
-    rep = Replay(w, src, dst, etype, task_first, own, times, report)
+    rep = Replay(w, src, dst, etype, task_first, own, times, report,
+                 np.where((grain >= 0) & (grain < G), grain, -1))
     return merge(g, rep, merge_below, inline_undeferred=inline)
 
 
@@ -317,4 +319,4 @@ def _drop(rep, w, own, gone, at, label) -> Replay:
     return Replay(w[~gone], pair["s"].to_numpy(np.int64), pair["d"].to_numpy(np.int64),
                   pair["t"].to_numpy(np.int8), rep.task_first[~gone], own[~gone],
                   {k: np.asarray(v)[~gone] for k, v in rep.times.items()},
-                  {**rep.guard, **label})
+                  {**rep.guard, **label}, None if rep.grain is None else rep.grain[~gone])

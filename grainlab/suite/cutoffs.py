@@ -203,3 +203,42 @@ def explain(rec: dict, table: pd.DataFrame, cores: int) -> str:
                     + (f" and has {100 * t.loc[g, 'overhead_fraction_mean']:.0f}% of thread time "
                        "in overhead." if g in rec["overhead_bound"] else ".")))
     return "\n".join(lines)
+
+
+# -- the grain graph's prediction of each cutoff (benchmarks/predict_cutoffs.py)
+
+PREDICTED_TIE = 0.02        # predicted times this close count as equal
+
+
+def predicted_best(values, predicted_ns, tasks=None, tie: float = PREDICTED_TIE):
+    """The cutoff `predict --merge-below` says to use: the fastest predicted
+    time; among those within `tie` (relative) of it, the one with the fewest
+    tasks (coarser grains: less exposed to the runtime's costs the replay
+    may underestimate), then the first in `values`' order."""
+    t = np.asarray(predicted_ns, np.float64)
+    if not len(t):
+        raise UsageError("no cutoff to choose from")
+    n = np.zeros(len(t)) if tasks is None else np.asarray(tasks, np.float64)
+    near = np.flatnonzero(t <= t.min() * (1.0 + tie))
+    pick = near[np.lexsort((near, n[near]))[0]]
+    return _plain(np.asarray(values, dtype=object)[pick])
+
+
+def steps_apart(values, a, b) -> int:
+    """How many steps of the sweep (cutoffs in sorted order) separate a and b."""
+    order = sorted(values)
+    return abs(order.index(a) - order.index(b))
+
+
+def merge_depths(tasks_at_cutoff: dict, tasks_to_depth) -> dict:
+    """{cutoff: depth}: the --merge-below depth whose graph has the task
+    count closest (in log) to the trace recorded at that cutoff.
+    tasks_to_depth: the finest trace's tasks at depth <= D, for D = 1, 2, ...
+    (a depth cutoff maps to itself; a size cutoff, as sort's, to the depth
+    at which the recursion stops creating tasks)."""
+    cum = np.asarray(tasks_to_depth, np.float64)
+    out = {}
+    for c, k in tasks_at_cutoff.items():
+        d = np.abs(np.log(np.maximum(cum, 1)) - np.log(max(float(k), 1.0)))
+        out[c] = int(np.argmin(d)) + 1
+    return out

@@ -23,7 +23,8 @@ CORES = (1, 2, 4, 8, 16, 32, 64)
 
 def pane(data: AppData):
     parts = [dcc.Loading(dcc.Graph(id="predict-fig", config=GRAPH_CONFIG,
-                                   style={"height": "60vh"}))]
+                                   style={"height": "60vh"})),
+             html.Div(id="predict-note", className="note")]
     if data.scaling is None:
         parts.append(html.P(id="scaling-note", className="note", children=(
             "Measured scaling: serve this trace with --runs and traces of the same program "
@@ -41,11 +42,60 @@ def pane(data: AppData):
 def register(app, data: AppData, figures):
     drawn = {}
 
-    @app.callback(Output("predict-fig", "figure"), Input("state", "data"))
+    @app.callback(Output("predict-fig", "figure"), Output("predict-note", "children"),
+                  Input("state", "data"))
     def draw(state):
         state = state or parse_state("", data)
         if state["view"] != "scaling":
-            return no_update
+            return no_update, no_update
         if "fig" not in drawn:
-            drawn["fig"] = prediction_figure(data.analysis.predict(CORES))
-        return drawn["fig"]
+            pred = predict(data)
+            drawn["fig"] = prediction_figure(pred)
+            drawn["note"] = note(pred)
+        return drawn["fig"], drawn["note"]
+
+
+def predict(data: AppData) -> dict:
+    """The prediction, with contention fitted from the runs of `serve --runs`
+    at more threads than this trace when there are such runs."""
+    from ...errors import GrainlabError
+    runs = []
+    if data.scaling is not None:
+        mine = int(data.analysis.graph.meta.get("threads") or 1)
+        runs = [a for a, n in zip(data.scaling.analyses, data.scaling.runs["threads"])
+                if a is not data.analysis and int(n) > mine]
+    if runs:
+        try:
+            return data.analysis.predict(CORES, runs=runs)
+        except GrainlabError:
+            pass
+    return data.analysis.predict(CORES)
+
+
+def note(pred: dict) -> list:
+    """The serial part, the inflation used at each P and where it came from,
+    and the range, in words (what `grainlab predict` prints)."""
+    from ...commands._output import fmt_ns
+    out = []
+    s = pred.get("serial") or {}
+    if s.get("serial_ns"):
+        out.append(html.P(f"Serial part: {fmt_ns(s['serial_ns'])} of the initial task on the "
+                          f"critical path: at most {s['amdahl_speedup']:.1f}x on any number of "
+                          "cores (Amdahl)."))
+    c, rng = pred.get("contention"), pred.get("range")
+    if c:
+        per = ", ".join(f"{f:.2f}x at {P}" for P, f in zip(pred["cores"], c["inflation"]))
+        top = "; ".join(f"{f['location']} A = {f['amplitude']:.2f}" for f in c["locations"][:3])
+        out.append(html.P(f"Contention fitted from {c['source']} ({c['model']}): grains "
+                          f"inflated {per} cores" + (f"; most: {top}" if top else "") + "."))
+    if rng:
+        p = rng["pessimistic"]
+        per = ", ".join(f"{lo:.1f}-{hi:.1f} at {P}" for P, (lo, hi) in
+                        zip(pred["cores"], rng["speedup"]))
+        out.append(html.P(f"Range of the speed-up: {per} cores, from the pessimistic bound "
+                          f"({p['source']}; inflation up to {p['inflation'][-1]:.2f}x at "
+                          f"{pred['cores'][-1]} cores) to the contention-free prediction. "
+                          + " ".join(p["notes"]) + ("" if c else
+                          ". Serve with --runs (the same program at more threads) to fit "
+                          "the inflation instead.")))
+    return out
