@@ -17,7 +17,7 @@ import pytest
 
 import grainlab as gl
 from conftest import assert_one_line_error
-from grainlab.errors import GrainlabError
+from grainlab.errors import GrainlabError, UsageError
 from grainlab.metrics import predict as pm
 from grainlab.metrics.predict import Costs, predict
 from grainlab.metrics.replay_graph import Replay, location_mask, replay_graph
@@ -456,3 +456,19 @@ def test_the_parallel_part_is_timed_unless_whole(record, cli):
     r = cli("predict", "--json", "--region", "1", "--cores", "1,4", t.path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["predicted_ns"][0] <= part.work
+
+
+def test_what_if_names_a_location_by_its_function(record):
+    """examples/whatif: `heavy` names the heavy tasks' location, whose text is
+    `whatif.c:LINE (heavy, inlined into main, task)` when the compiler inlined
+    it (or `(heavy)`), and only those N grains."""
+    n = 40
+    a = gl.analyze(record("whatif", n, 100, 400, threads=1))
+    text = a.locations.astype(str)
+    for name in ("heavy", "light"):
+        mask = location_mask(a.locations, name)
+        assert mask.sum() == n
+        assert all(f"({name}" in s for s in text[mask])
+    assert not (location_mask(a.locations, "heavy") & location_mask(a.locations, "light")).any()
+    with pytest.raises(UsageError):
+        location_mask(a.locations, "heav")       # a function name is matched whole

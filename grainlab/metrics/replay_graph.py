@@ -208,11 +208,14 @@ def _location_cap(g, w, in_grain, grain, report):
 
 def location_mask(locations: pd.Series, location: str) -> np.ndarray:
     """Grains at a source location given as the full text `grainlab analyze`
-    prints, or its start (`fib.c:28`, `fib.c`), or a function name."""
+    prints, or its start (`fib.c:28`, `fib.c`), or the name of the function
+    it is in (`heavy` for `whatif.c:24 (heavy, inlined into main, task)`)."""
     text = locations.astype(str).to_numpy()
     want = location.strip()
     for test in (lambda s: s == want, lambda s: s.startswith(want + " ") or s == want,
-                 lambda s: s.startswith(want), lambda s: f"({want})" in s or f" {want} " in s):
+                 lambda s: s.startswith(want),
+                 # a function: "(heavy)", "(heavy, inlined into main, task)"
+                 lambda s: f"({want})" in s or f"({want}," in s or f" {want} " in s):
         hit = np.fromiter((test(s) for s in pd.unique(text)), bool)
         found = pd.unique(text)[hit]
         if len(found):
