@@ -707,14 +707,6 @@ void gl_counters_at_process_start(gl_counters_thread *t, uint64_t start_mono, ui
   int main_thread = syscall(SYS_gettid) == getpid();
   for (int c = 0; c < ncolumns; c++) {
     int known = 0;
-    if (main_thread && t->started && out[c] != INT64_MIN) {
-      for (int s = 0; s < nperf; s++)
-        if (perf_column[s] == c && (perf_config[s] == PERF_COUNT_SW_TASK_CLOCK ||
-                                    perf_config[s] == PERF_COUNT_SW_CPU_CLOCK)) {
-          out[c] -= clock_ns(CLOCK_THREAD_CPUTIME_ID); /* its CPU time since the fork */
-          known = 1;
-        }
-    }
     if (c == offcpu_column && main_thread && t->started) {
       /* off-CPU counted from the process's start: wall minus CPU was
        * start - 0 there (the main thread's CPU clock starts at the fork) */

@@ -56,9 +56,8 @@ void gl_counters_read(gl_counters_thread *t, uint64_t tsc, int64_t *out);
 
 /* The row read by gl_counters_read on the main thread that stands for the
  * process's start (CLOCK_MONOTONIC `start_mono`, clock.c): off-cpu is
- * counted from there on (0 in the row), task-clock and cpu-clock get their
- * value at the start (minus the thread's CPU time since the fork), other
- * counters are unknown there (INT64_MIN). On another thread all are unknown. */
+ * counted from there on (0 in the row); the other counters were not counting
+ * then: unknown in that row (INT64_MIN). On another thread all are unknown. */
 void gl_counters_at_process_start(gl_counters_thread *t, uint64_t start_mono, uint64_t tsc,
                                   int64_t *out);
 
