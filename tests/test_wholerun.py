@@ -15,7 +15,11 @@ import json
 import os
 import re
 import subprocess
+import sys
 
+
+import numpy as np
+import pytest
 
 import grainlab as gl
 from conftest import grainlab
@@ -99,3 +103,107 @@ def test_predict_whole_sees_the_serial_start(record):
     first = g.nodes[g.nodes["start"] == 0]
     assert len(first) and doc["span_ns"] >= int(first["duration"].max())
     assert doc["speedup"][1] < 2
+
+
+# ---------------------------------------------------------------- item 2
+
+@pytest.fixture(scope="module")
+def pinned_busy(tmp_path_factory, example):
+    """late_start at 2 threads pinned to CPU 0 beside a busy loop pinned
+    there too, recorded with --cpu-time: every thread is switched out often,
+    in its serial set-up, its tasks and its waits."""
+    out = tmp_path_factory.mktemp("busy") / "busy.parquet"
+    busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+    try:
+        r = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "grainlab.cli", "record",
+                            "-q", "--cpu-time", "-o", str(out), "--", example("late_start"),
+                            "30", "16", "3"], env={**os.environ, "OMP_NUM_THREADS": "2"},
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert r.returncode == 0, r.stderr
+    return gl.load(out)
+
+
+def reference_join_off_cpu(trace, g):
+    """Per own-thread join node (a taskwait's): the waiting thread's off-cpu
+    increase over the rows from SYNC_BEGIN to SYNC_END while the waiting task
+    was the one running (not a child it ran meanwhile), read from the events."""
+    ev = trace.events
+    out = {}
+    joins = g.nodes[(g.nodes["type"] == "join") & (g.nodes["thread"] >= 0)
+                    & (g.nodes["join_kind"].astype(str) == "taskwait")]
+    task_ids = g.contexts["task_id"].to_dict() | g.grains["task_id"].to_dict()
+    for node, row in joins.iterrows():
+        waiter = task_ids[int(row["owner"])]
+        th = ev[ev["thread"] == row["thread"]].sort_values("time", kind="stable")
+        off = th["counter:off-cpu"].to_numpy(np.float64)
+        kinds, tasks = th["event"].to_numpy(), th["task"].to_numpy()
+        times = th["time"].to_numpy()
+        begin = np.flatnonzero((kinds == 9) & (tasks == waiter) & (times == row["start"]))
+        assert len(begin) == 1
+        i, current, total = begin[0], waiter, 0.0
+        last = (i, off[i])
+        while not (kinds[i] == 10 and tasks[i] == waiter):
+            i += 1
+            if np.isnan(off[i]):
+                continue
+            if current == waiter:
+                total += off[i] - last[1]
+            last = (i, off[i])
+            if kinds[i] == 8:
+                current = tasks[i]
+        out[node] = total
+    return out
+
+
+def test_each_join_carries_its_waiting_threads_off_cpu(pinned_busy):
+    g = pinned_busy.graph()
+    ref = reference_join_off_cpu(pinned_busy, g)
+    assert ref, "no taskwait join"
+    got = g.nodes.loc[list(ref), "counter:off-cpu"].to_numpy()
+    assert np.array_equal(got, np.array(list(ref.values())))
+    assert max(ref.values()) > 0          # the busy loop switched a waiter out
+    # the serial set-up and the region's forks are measured too
+    assert not g.nodes["counter:off-cpu"].isna().any()
+
+
+def longest_path(nodes, edges, weight) -> int:
+    """A plain reference: longest node-weighted path, by a topological order."""
+    import networkx as nx
+    d = nx.DiGraph()
+    d.add_nodes_from(range(len(nodes)))
+    d.add_edges_from(zip(edges["src"].to_numpy(), edges["dst"].to_numpy()))
+    best = np.zeros(len(nodes))
+    for v in nx.topological_sort(d):
+        pred = [best[u] for u in d.predecessors(v)]
+        best[v] = (max(pred) if pred else 0) + weight[v]
+    return int(best.max())
+
+
+def test_weigh_cpu_is_the_graph_without_its_off_cpu_time(pinned_busy):
+    from grainlab.metrics import preemption
+    g = pinned_busy.graph()
+    wall = g.nodes["duration"].to_numpy(np.int64)
+    off = g.nodes["counter:off-cpu"].to_numpy(np.float64)
+    by_hand = np.rint(np.clip(wall - off, 0, wall)).astype(np.int64)
+    w = preemption.weigh_cpu(g)
+    assert np.array_equal(w.nodes["duration"].to_numpy(np.int64), by_hand)
+    assert w.span == longest_path(g.nodes, g.edges, by_hand)
+    assert g.span == longest_path(g.nodes, g.edges, wall)
+    assert w.span < g.span
+    # the report counts the off-CPU time of every node on the critical path
+    preemption.compute(g)
+    rep = preemption.report(g, None)
+    path = np.asarray(g.critical_path)
+    assert rep["critical_path"]["off_cpu_ns"] == int((wall[path] - np.clip(
+        wall[path] - off[path], 0, wall[path])).sum())
+
+
+def test_off_cpu_is_a_category_of_the_thread_time(pinned_busy):
+    from grainlab.metrics import time_decomposition
+    g = pinned_busy.graph()
+    d = time_decomposition.decompose(g)
+    assert d["off_cpu"] > 0
+    assert d["work"] + d["overhead"] + d["off_cpu"] + d["idle"] == d["total"]
