@@ -66,10 +66,10 @@ def test_record_covers_the_process_from_its_start(record):
     trace = record("late_start", SETUP, "8", "10", threads=2)
     stdout = record.stdout("late_start", SETUP, "8", "10", threads=2)
     origin, begin = check_covers(trace, stdout)
-    # under record the preloaded libgrainexec.so's constructor bounds the
-    # start: before main, always
+    # under record the preloaded libgrainexec.so's constructor is the start:
+    # the loaded image, before main, always
     assert origin <= begin
-    assert trace.meta["process_start"]["method"] in ("run time", "preload", "tick")
+    assert trace.meta["process_start"]["method"] == "preload"
     check_serial_start(trace, begin - origin)
 
 

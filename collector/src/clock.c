@@ -16,9 +16,13 @@
  *     thread never blocked or slept since the fork: upper bound now - both.
  *   - under `grainlab record`: libgrainexec.so's constructor, run when the
  *     dynamic linker has loaded the image (CLOCK_MONOTONIC, exec_hooks.h).
- * So the start is exact to the microsecond for a set-up that computes, and
- * within one tick otherwise (a set-up that waited for a disk or a sleep
- * without `record`); grainlab.process_start says which bound it is. The
+ *     The program's own start (after the exec, not at the fork, whose child
+ *     may wait long before it execs), missing only the dynamic linker's
+ *     work (~1 ms): used whenever present.
+ * So without `record` the start is the fork's, exact to the microsecond for
+ * a process that computes until its first OpenMP call, and within one tick
+ * otherwise (it waited for a disk, a sleep, or its parent before exec);
+ * grainlab.process_start says which bound it is. The
  * origin is moved back by that time in TSC ticks; the tick rate is
  * calibrated here, over min(1 ms, a hundredth of that time), so its error
  * costs at most ~0.05 ns per ns a second (the converter measures the rate
@@ -107,7 +111,10 @@ static uint64_t process_start_mono(uint64_t now) {
   }
   gl_exec_hooks *hooks = (gl_exec_hooks *)dlsym(RTLD_DEFAULT, GL_EXEC_HOOKS_SYMBOL);
   uint64_t loaded = hooks ? __atomic_load_n(&hooks->image_start_ns, __ATOMIC_ACQUIRE) : 0;
-  if (loaded && loaded < best) best = loaded, start_method = "preload";
+  /* the program's start is its exec, not the fork that made its process:
+   * a launcher's child can wait long between the two on a busy machine
+   * (16 ms seen under `record`), so the loaded image's time wins */
+  if (loaded && loaded < now) best = loaded, start_method = "preload";
   if (best < lo) best = lo, start_method = "tick";
   uncertain_ns = lo && best >= lo ? best - lo : 0;
   return best;
