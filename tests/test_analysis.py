@@ -159,7 +159,7 @@ def test_a_stale_save_is_rebuilt_never_trusted(tmp_path, record, example):
     e = gl.open(saved)
     assert "trace" in e.__dict__ and e.summary == b.summary
     assert sum(e.summary["critical_path_time"][k] for k in
-               ("grains_ns", "contexts_ns", "barriers_ns")) == e.summary["span_ns"]
+               ("grains_ns", "joins_ns", "contexts_ns", "barriers_ns")) == e.summary["span_ns"]
 
 
 def test_open_of_something_else_is_one_clear_error(tmp_path):

@@ -92,7 +92,7 @@ def test_a_path_outside_the_grains_says_where_it_goes(record):
     t = record("depend", 6, threads=2)
     r = analyze_json(t.path)
     split = r["critical_path_time"]
-    assert split["grains_ns"] + split["contexts_ns"] + split["barriers_ns"] == r["span_ns"]
+    assert split["grains_ns"] + split["joins_ns"] + split["contexts_ns"] + split["barriers_ns"] == r["span_ns"]
     # the serial start-up is the initial task's: it is on the path (which of
     # the contexts holds the most depends on how the machine ran them: a busy
     # machine preempts a team's implicit task for longer than the start-up)

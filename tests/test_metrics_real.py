@@ -54,15 +54,18 @@ def test_metric_invariants(record, name, args):
 
 @pytest.mark.parametrize("name, args", EXAMPLES + [("depend", (6,)), ("sort", ("65536", "2048", "2048", "20"))])
 def test_the_span_split_adds_up(record, name, args):
-    """metrics.work.critical_path_time: grains + contexts + team barriers =
+    """metrics.work.critical_path_time: grains + their joins + contexts + team barriers =
     the span; each part from the nodes flagged on the path (an independent
     reading of the same path); contexts longest first, of their own kind."""
     g = build(record(name, *args, threads=2))
     split = compute_all(g)["critical_path_time"]
-    assert split["grains_ns"] + split["contexts_ns"] + split["barriers_ns"] == g.span
+    assert split["grains_ns"] + split["joins_ns"] + split["contexts_ns"] + split["barriers_ns"] == g.span
     n = g.nodes[g.nodes["on_critical_path"].to_numpy(bool)]
     grain, dur, G = n["grain"].to_numpy(), n["duration"].to_numpy(), len(g.grains)
-    assert split["grains_ns"] == dur[(grain >= 0) & (grain < G)].sum()
+    own = (grain >= 0) & (grain < G)
+    join = (n["type"] == "join").to_numpy()
+    assert split["grains_ns"] == dur[own & ~join].sum()
+    assert split["joins_ns"] == dur[own & join].sum()
     assert split["barriers_ns"] == dur[grain < 0].sum()
     per = [c["ns"] for c in split["contexts"]]
     assert sum(per) == split["contexts_ns"] and per == sorted(per, reverse=True)

@@ -12,11 +12,24 @@
 
 static inline uint64_t id_of(const ompt_data_t *d) { return d ? d->value : 0; }
 
+/* The first image's initial thread and initial task begin where the process
+ * started (tsc 0, clock.c): the program's serial set-up before its first
+ * OpenMP call is the initial task's first fragment. Set by on_initialize. */
+int gl_begin_at_process_start;
+static int initial_thread_pending = 1, initial_task_pending = 1;
+
+static int at_process_start(int *pending) {
+  return gl_begin_at_process_start && __atomic_exchange_n(pending, 0, __ATOMIC_ACQ_REL);
+}
+
 static void on_thread_begin(ompt_thread_t type, ompt_data_t *thread_data) {
   gl_thread *t = gl_self();
   if (!t) return;
   thread_data->ptr = t;
-  gl_record(t, (gl_row){.event = GL_EV_THREAD_BEGIN, .kind = (uint32_t)type}, GL_NO_COUNTERS);
+  uint64_t tsc = type == ompt_thread_initial && at_process_start(&initial_thread_pending)
+                     ? 0 : gl_clock_now();
+  gl_record_at(t, tsc, (gl_row){.event = GL_EV_THREAD_BEGIN, .kind = (uint32_t)type},
+               GL_NO_COUNTERS);
 }
 
 static void on_thread_end(ompt_data_t *thread_data) {
@@ -40,7 +53,7 @@ static void on_parallel_begin(ompt_data_t *encountering_task, const ompt_frame_t
                         .other = parallel_data->value,
                         .codeptr = codeptr_ra,
                         .count = requested,
-                        .kind = (uint32_t)flags}, GL_NO_COUNTERS);
+                        .kind = (uint32_t)flags}, GL_READ_COUNTERS);
 }
 
 static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *encountering_task,
@@ -51,7 +64,7 @@ static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *encounterin
                         .task = id_of(encountering_task),
                         .other = id_of(parallel_data),
                         .codeptr = codeptr_ra,
-                        .kind = (uint32_t)flags}, GL_NO_COUNTERS);
+                        .kind = (uint32_t)flags}, GL_READ_COUNTERS);
 }
 
 static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,
@@ -65,12 +78,21 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
     if (t->nimplicit < GL_NEST)
       t->implicit[t->nimplicit] = (gl_implicit){task_data->value, region, index, team};
     t->nimplicit++;
-    gl_record(t, (gl_row){.event = GL_EV_IMPLICIT_BEGIN,
+    uint64_t now = gl_clock_now();
+    int at_start = (flags & ompt_task_initial) && at_process_start(&initial_task_pending);
+    gl_record_at(t, at_start ? 0 : now,
+                 (gl_row){.event = GL_EV_IMPLICIT_BEGIN,
                           .task = task_data->value,
                           .other = region,
                           .value = index,
                           .count = team,
                           .kind = (uint32_t)flags}, GL_READ_COUNTERS);
+    if (at_start && gl_ncounters && t->pos > 0) {
+      uint64_t mono, real;
+      gl_clock_start_pair(&mono, &real);
+      gl_counters_at_process_start(&t->counter_state, mono, now,
+                                   &t->counters[(size_t)(t->pos - 1) * (size_t)gl_ncounters]);
+    }
   } else {
     /* libomp passes team size 0 at the end: report the values from begin. */
     if (t->nimplicit > 0) {

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
-extern uint64_t gl_clock_origin; /* raw reading at gl_clock_start() */
+extern uint64_t gl_clock_origin; /* raw reading at the process's start (clock.c) */
 
 static inline uint64_t gl_clock_raw(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -31,6 +31,12 @@ void gl_clock_start(void);
 /* An exec'd image continues its earlier image's clock (spool.c, "exec"):
  * the same origin (TSC and CLOCK_MONOTONIC are machine-wide) and start pair. */
 void gl_clock_continue(uint64_t origin, uint64_t monotonic_ns, uint64_t realtime_ns);
-/* CLOCK_MONOTONIC and CLOCK_REALTIME ns read when the clock started (tsc 0). */
+/* CLOCK_MONOTONIC and CLOCK_REALTIME ns at tsc 0: the process's start. */
 void gl_clock_start_pair(uint64_t *monotonic_ns, uint64_t *realtime_ns);
+/* ns from the process's start (tsc 0) to the collector's (0 in an exec'd
+ * image, which continues its first image's clock). */
+uint64_t gl_clock_before_collector(void);
+/* JSON for grainlab.process_start: how the start was found (clock.c). */
+#include <stddef.h>
+const char *gl_clock_process_start_json(char *buf, size_t len);
 #endif

@@ -702,6 +702,27 @@ void gl_counters_read(gl_counters_thread *t, uint64_t tsc, int64_t *out) {
 #endif
 }
 
+void gl_counters_at_process_start(gl_counters_thread *t, uint64_t start_mono, uint64_t tsc,
+                                  int64_t *out) {
+  int main_thread = syscall(SYS_gettid) == getpid();
+  for (int c = 0; c < ncolumns; c++) {
+    int known = 0;
+    if (c == offcpu_column && main_thread && t->started) {
+      /* off-CPU counted from the process's start: wall minus CPU was
+       * start - 0 there (the main thread's CPU clock starts at the fork) */
+      gl_offcpu *o = &t->offcpu;
+      if (o->page) o->seen = __atomic_load_n(&o->page->lock, __ATOMIC_ACQUIRE);
+      o->base = (int64_t)start_mono;
+      int64_t off = wall_minus_cpu() - o->base;
+      o->off = off > 0 ? off : 0;
+      o->at = tsc;
+      out[c] = 0;
+      known = 1;
+    }
+    if (!known) out[c] = INT64_MIN;
+  }
+}
+
 void gl_counters_shutdown(void) {
 #ifdef GL_HAVE_PAPI
   if (papi_state > 0) PAPI_shutdown();

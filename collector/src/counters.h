@@ -54,5 +54,12 @@ void gl_counters_thread_stop(gl_counters_thread *t);
  * for off-cpu. `tsc`: the event clock now (gl_clock_now(), the row's time). */
 void gl_counters_read(gl_counters_thread *t, uint64_t tsc, int64_t *out);
 
+/* The row read by gl_counters_read on the main thread that stands for the
+ * process's start (CLOCK_MONOTONIC `start_mono`, clock.c): off-cpu is
+ * counted from there on (0 in the row); the other counters were not counting
+ * then: unknown in that row (INT64_MIN). On another thread all are unknown. */
+void gl_counters_at_process_start(gl_counters_thread *t, uint64_t start_mono, uint64_t tsc,
+                                  int64_t *out);
+
 void gl_counters_shutdown(void);
 #endif

@@ -8,14 +8,17 @@
  * The collector is loaded by libomp with dlopen (not in the global scope), so
  * this library cannot call it by name: the collector finds the hook table
  * below with dlsym(RTLD_DEFAULT) at start-up and fills it in. Nothing else
- * here: no constructor, no destructor, no dependency but libc, so preloading
- * it into every process the program starts is harmless.
+ * here but a constructor that reads the clock once (when this image was
+ * loaded: the collector's bound of the process's start, clock.c), no
+ * destructor, no dependency but libc, so preloading it into every process
+ * the program starts is harmless.
  *
  * The l-variants are rebuilt as argv arrays on the stack (no allocation:
  * they may be called after fork() in a multithreaded parent). */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <time.h>
 #include <unistd.h>
 #include "exec_hooks.h"
 
@@ -26,6 +29,14 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 
 GL_EXPORT gl_exec_hooks grainlab_exec_hooks;
+
+__attribute__((constructor)) static void image_loaded(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+    __atomic_store_n(&grainlab_exec_hooks.image_start_ns,
+                     (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec,
+                     __ATOMIC_RELEASE);
+}
 
 static void *next(const char *name) { return dlsym(RTLD_NEXT, name); }
 

@@ -75,6 +75,7 @@ static const char *run_id_json(char *buf, size_t len) {
 static int write_spool_header(void) {
   char pid[24], buffer[24], run_id[72], born[24], origin[24], first_thread[24];
   char mpi[160], host[sizeof launch.host * 2 + 4], host_escaped[sizeof launch.host * 2];
+  char started[160];
   json_escape(host_escaped, sizeof host_escaped, launch.host);
   snprintf(host, sizeof host, "\"%s\"", host_escaped);
   gl_utoa(gl_spool_thread_base(), first_thread, sizeof first_thread);
@@ -87,16 +88,18 @@ static int write_spool_header(void) {
                         "grainlab.loadmap",        "grainlab.buffer_events",
                         "grainlab.collector",      "grainlab.run_id",
                         "grainlab.spool.process_start", "grainlab.spool.clock_origin",
-                        "grainlab.spool.first_thread", "grainlab.mpi", "grainlab.host"};
+                        "grainlab.spool.first_thread", "grainlab.mpi", "grainlab.host",
+                        "grainlab.process_start"};
   const char *values[] = {"1", gl_run.command_json, pid, gl_counters_metadata_json(),
                           gl_run.runtime_json, gl_run.topology_json, gl_run.loadmap_json,
                           buffer, GL_COLLECTOR_VERSION, run_id_json(run_id, sizeof run_id),
                           born, origin, first_thread, gl_launch_json(&launch, mpi, sizeof mpi),
-                          host};
+                          host, gl_clock_process_start_json(started, sizeof started)};
   _Static_assert(sizeof keys / sizeof keys[0] == sizeof values / sizeof values[0],
                  "header keys and values");
-  return gl_spool_write_header(gl_ncounters, gl_counters_names(), sizeof keys / sizeof keys[0],
-                               keys, values) == 0;
+  /* an exec'd image keeps its first image's process start */
+  size_t nkv = sizeof keys / sizeof keys[0] - (gl_spool_continues() ? 1 : 0);
+  return gl_spool_write_header(gl_ncounters, gl_counters_names(), nkv, keys, values) == 0;
 }
 
 static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
@@ -110,6 +113,8 @@ static int on_initialize(ompt_function_lookup_t lookup, int initial_device_num,
     uint64_t origin, mono, real;
     gl_spool_first_clock(&origin, &mono, &real);
     gl_clock_continue(origin, mono, real);
+  } else {
+    gl_begin_at_process_start = 1;
   }
   gl_run.pid = (int)getpid();
   gl_run.command_json = gl_meta_command_json();

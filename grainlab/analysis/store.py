@@ -129,8 +129,8 @@ def is_current(doc: dict) -> bool:
     """Saved by this grainlab from traces whose content has not changed."""
     if doc.get("grainlab_version") != _version():
         return False
-    if "critical_path_time" not in doc.get("metrics", {}):
-        return False      # saved before the metrics had the span's split
+    if "joins_ns" not in doc.get("metrics", {}).get("critical_path_time", {}):
+        return False      # saved before the metrics had the span's split (with joins apart)
     for path, key in ((doc.get("trace"), doc.get("trace_key")),
                       (doc.get("reference"), doc.get("reference_key"))):
         if path and os.path.exists(path) and _key_of(path) != key:

@@ -129,9 +129,11 @@ def render(r: dict) -> str:
         out.append(f"               note: {ipx['note']}")
     if td.get("total"):
         pct = {k: 100.0 * td[k] / td["total"] for k in ("work", "overhead", "idle")}
+        off = (f"off the CPU {100.0 * td['off_cpu'] / td['total']:.1f}%, "
+               if td.get("off_cpu") else "")
         out.append(f"  thread time  work {pct['work']:.1f}%, overhead {pct['overhead']:.1f}% "
                    f"(create {fmt_ns(td['create'])}, schedule {fmt_ns(td['schedule'])}, "
-                   f"sync {fmt_ns(td['sync'])}), idle {pct['idle']:.1f}%; OVR {td['OVR']:.3g}")
+                   f"sync {fmt_ns(td['sync'])}), {off}idle {pct['idle']:.1f}%; OVR {td['OVR']:.3g}")
     out += ["", "PROBLEMS", f"  {'metric':<32} {'threshold':>11} {'grains':>8} {'%':>7} "
                                 f"{'on crit.':>8}  {'work':>9}"]
     for name, p in r["problems"].items():
@@ -167,6 +169,8 @@ def render(r: dict) -> str:
     if outside:
         out.append(f"  outside grains ({fmt_ns(pt['contexts_ns'] + pt['barriers_ns'])}): "
                    + ", ".join(outside))
+    if pt.get("joins_ns"):
+        out.append(f"  grains' join waits (taskwait / taskgroup end): {fmt_ns(pt['joins_ns'])}")
     note = _preempted_path_note(r)
     if note:
         out.append(note)

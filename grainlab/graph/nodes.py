@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .. import schema as S
 from .columns import group_ends, group_starts
 from .slots import FORK, JOIN, PROGRAM_END, REGION_END
 
@@ -82,14 +83,33 @@ def make_nodes(slots, credit, orows, owners, ids: NodeIds) -> Nodes:
     c["arrive"] = c["start"].copy()
     if N > M:
         _merge_team_barriers(c, slot_node[~chain], start[~chain], end[~chain], credit.own[~chain])
+    unread = _parallel_rows_unread(r, list(credit.counters))
     for name, vals in credit.counters.items():
         v = np.zeros(N)
         np.add.at(v, slot_node, vals)
-        v[(c["type"] == FORK) | (c["type"] == JOIN)] = np.nan
+        if unread[name]:
+            # traces before issue 34 read no counter at PARALLEL_BEGIN/END:
+            # a region's forks and end would hold what the code before them
+            # did since the last reading
+            v[(c["type"] == FORK) | ((c["type"] == JOIN) & (c["join_kind"] == REGION_END))] = np.nan
         c[name] = v
 
     return Nodes(columns=c, slot_node=slot_node, first_node=ids.first_node,
                  last_node=ids.last_node, counter_names=list(credit.counters))
+
+
+def _parallel_rows_unread(r, names) -> dict:
+    """Per counter: whether the trace's PARALLEL_BEGIN/END rows hold no
+    reading (collectors before issue 34), though it has such rows."""
+    par = np.flatnonzero((r.event == S.PARALLEL_BEGIN) | (r.event == S.PARALLEL_END))
+    out = {}
+    for name in names:
+        if not len(par):
+            out[name] = False
+            continue
+        raw = r.source[name].to_numpy(dtype=np.float64, na_value=np.nan)[r.order[par]]
+        out[name] = bool(np.isnan(raw).all())
+    return out
 
 
 def _node_times(slots, credit, owners):

@@ -5,12 +5,23 @@ On a busy machine (a shared node, a cloud VM) a grain's wall time includes
 the time its thread was switched out: one preempted grain can become the
 whole critical path. Where the trace records how long each thread was really
 running (`grainlab record --cpu-time`, the collector's `off-cpu` counter; or
-`--counters task-clock`), every node that runs code (fragment, chunk,
-book-keeping) has a CPU time:
+`--counters task-clock`), every node has an off-CPU time, the counter's
+increase over the node's own time (its thread's time in it: a fragment's or
+chunk's, a fork's, a join's `sync_time`, a team barrier's summed over its
+threads), and a CPU time:
 
-  off-cpu recorded:     cpu = duration - off-CPU time over the node's own time
-  task-clock recorded:  cpu = task-clock over the node's own time
-  (either capped to [0, duration]; NaN where the thread's counter did not read)
+  off     = off-cpu over the node's own time
+            (task-clock recorded: own time - task-clock over it)
+  cpu     = duration - off, capped to [0, duration]
+  (NaN where the thread's counter did not read, and for forks with task-clock)
+
+A fork weighs its estimated creation cost and a join its resume latency
+(docs/graph-model.md), not their whole own time: all of their off-CPU time is
+charged to that weight (a waiting thread switched out cannot resume: its
+latency is the time it was off the CPU). The serial code before a region and
+the region's forks are measured since issue 34's collector reads counters at
+PARALLEL_BEGIN/END; in older traces forks and region ends are unmeasured
+(NaN: they keep their wall weights).
 
 and per grain (columns of `g.grains`, only where recorded):
 
@@ -24,8 +35,8 @@ and per grain (columns of `g.grains`, only where recorded):
 `weigh_cpu(g)` gives the graph with every measured node weighing its CPU
 time instead of its wall time (`grainlab analyze --weigh cpu`): the critical
 path, span, work and parallelism, and every metric computed from weights,
-then describe the program as if no thread had been switched out. Forks and
-joins (runtime time, estimated) keep their wall weights.
+then describe the program as if no thread had been switched out. Nodes whose
+counter did not read keep their wall weights.
 """
 from __future__ import annotations
 
@@ -39,8 +50,6 @@ CPU_NS, OFF_CPU_NS, COLUMN = "cpu_ns", "off_cpu_ns", "preempted"
 # Counters a CPU time can come from, best first: (column, what it holds).
 SOURCES = (("counter:off-cpu", "off"), ("counter:task-clock", "cpu"),
            ("counter:cpu-clock", "cpu"))
-# The nodes that run code: the ones counters are read over.
-MEASURED_TYPES = ("fragment", "chunk", "bookkeeping")
 UNAVAILABLE = ("no CPU time in the trace: record it with `grainlab record --cpu-time` "
                "(or --counters task-clock)")
 NO_CPU_TIME = ("--weigh cpu: {trace} has no CPU time; record it with "
@@ -62,19 +71,36 @@ def wall_durations(g) -> np.ndarray:
     return g.nodes[col].to_numpy(np.int64)
 
 
-def node_cpu(g) -> np.ndarray | None:
-    """CPU time (float ns) of every node that runs code; NaN for the others
-    and where the counter did not read. None when the trace has none."""
+def node_off_cpu(g) -> np.ndarray | None:
+    """Off-CPU time (float ns) of every node over its own time (module
+    doc); NaN where the counter did not read. None when the trace has none."""
     src = source(g)
     if src is None:
         return None
     col, kind = src
-    dur = wall_durations(g).astype(np.float64)
     value = g.nodes[col].to_numpy(np.float64)
-    cpu = dur - value if kind == "off" else value
-    cpu = np.clip(cpu, 0.0, dur)          # NaN stays NaN
-    cpu[~is_one_of(g.nodes["type"], *MEASURED_TYPES)] = np.nan
-    return cpu
+    if kind == "off":
+        return np.maximum(value, 0.0)
+    # task-clock: CPU time over the node's own time; a join's own time is its
+    # sync_time. A fork's own time is not its weight (the creation cost is
+    # estimated, and counted in the fragment after it): unmeasured
+    own = wall_durations(g).astype(np.float64)
+    join = is_one_of(g.nodes["type"], "join")
+    own[join] = g.nodes["sync_time"].to_numpy(np.float64)[join]
+    off = np.maximum(own - value, 0.0)
+    off[is_one_of(g.nodes["type"], "fork")] = np.nan
+    return off
+
+
+def node_cpu(g) -> np.ndarray | None:
+    """CPU time (float ns) of every node: its weight minus its off-CPU time,
+    capped to [0, weight]; NaN where the counter did not read. None when the
+    trace has none."""
+    off = node_off_cpu(g)
+    if off is None:
+        return None
+    dur = wall_durations(g).astype(np.float64)
+    return np.clip(dur - off, 0.0, dur)          # NaN stays NaN
 
 
 def compute(g) -> str | None:

@@ -13,9 +13,17 @@ For each thread that ran anything, over the program's wall-clock window
             between grains (finding, starting and finishing tasks, waiting in a
             join) while at least one created task had not started yet
   overhead  create + schedule + sync + runtime
+  off_cpu   in a trace with CPU time (`record --cpu-time`): the time the
+            thread was not running (preempted, or blocked) inside its own
+            nodes (fragments, chunks, forks, book-keeping, its joins' whole
+            own time; grainlab.metrics.preemption.node_off_cpu). Work,
+            create, schedule and sync then count only their CPU time, so
+            a busy machine's stolen time is neither work nor runtime overhead.
+            Team barriers' off-CPU time (summed over their threads on one
+            node) stays in runtime / idle. 0 without CPU time.
   idle      the rest: time with nothing runnable (no created task waiting to
             start), and time before the thread's first / after its last node
-so work + overhead + idle = threads x window exactly. A lone thread is never
+so work + overhead + off_cpu + idle = threads x window exactly. A lone thread is never
 idle while tasks wait for it: its time between grains is overhead. The rule is
 documented in docs/metrics.md ("Time decomposition").
 
@@ -39,7 +47,8 @@ import pandas as pd
 from .contract import is_one_of
 from .intervals import covered, union_by_group
 
-COLUMNS = ("work", "create", "schedule", "sync", "runtime", "overhead", "idle", "total")
+COLUMNS = ("work", "create", "schedule", "sync", "runtime", "overhead", "off_cpu", "idle",
+           "total")
 
 
 def per_thread(g) -> pd.DataFrame:
@@ -62,24 +71,35 @@ def per_thread(g) -> pd.DataFrame:
         s = pd.Series(w[sel]).groupby(t[sel]).sum()
         return s.reindex(threads, fill_value=0).to_numpy(np.int64)
 
-    work = total_by_thread(is_one_of(types, "fragment", "chunk"))
-    create = total_by_thread(is_one_of(types, "fork"))
-    schedule = total_by_thread(is_one_of(types, "bookkeeping"))
+    # with CPU time: each node's off-CPU time is booked apart (off_cpu), the
+    # categories keep the CPU part of the node weights
+    from .preemption import node_off_cpu
+    own_off = node_off_cpu(g)
+    if own_off is None:
+        own_off = np.zeros(len(dur))
+    own_off = np.nan_to_num(own_off)
+    cpu = dur - np.minimum(own_off, dur)
+    work = total_by_thread(is_one_of(types, "fragment", "chunk"), w=cpu)
+    create = total_by_thread(is_one_of(types, "fork"), w=cpu)
+    schedule = total_by_thread(is_one_of(types, "bookkeeping"), w=cpu)
     is_join = is_one_of(types, "join")
     # joins: charge each resuming thread (continuation successor) the join's duration
     e = g.edges
     src = e["src"].to_numpy(np.int64)
     dst = e["dst"].to_numpy(np.int64)
     cont = is_one_of(e["type"], "continuation") & is_join[src]
-    sync = total_by_thread(np.ones(cont.sum(), bool), thread[dst[cont]], dur[src[cont]])
-    rest = np.maximum(window - work - create - schedule - sync, 0)
+    sync = total_by_thread(np.ones(cont.sum(), bool), thread[dst[cont]], cpu[src[cont]])
+    busy = work + create + schedule + sync
+    off_cpu = np.minimum(total_by_thread(np.ones(len(dur), bool), w=np.rint(own_off)),
+                         np.maximum(window - busy, 0))
+    rest = np.maximum(window - busy - off_cpu, 0)
     idle = np.minimum(rest, _nothing_runnable(g, threads, thread, start, end))
     runtime = rest - idle
     overhead = create + schedule + sync + runtime
     return pd.DataFrame({"thread": threads, "work": work, "create": create,
                          "schedule": schedule, "sync": sync, "runtime": runtime,
-                         "overhead": overhead, "idle": idle,
-                         "total": work + overhead + idle})
+                         "overhead": overhead, "off_cpu": off_cpu, "idle": idle,
+                         "total": work + overhead + off_cpu + idle})
 
 
 def _nothing_runnable(g, threads, thread, start, end) -> np.ndarray:

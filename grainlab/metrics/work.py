@@ -4,9 +4,10 @@ home. Per-grain columns already in `g.grains`: work, creation_cost,
 bookkeeping_cost, sync_cost, on_critical_path.
 
 Also where the span goes (`critical_path_time`): the critical path's nodes
-are grains' (their fragments, chunks, the forks they create from), contexts'
-(the initial and implicit tasks: serial code, task creation, waiting) or
-shared team barriers'. A path with no grain on it is a true result (a short
+are grains' own work (their fragments, chunks, the forks they create from),
+grains' join waits (a task's taskwait / taskgroup end: the delay before it
+resumes once its children are done), contexts' (the initial and implicit
+tasks: serial code, task creation, waiting) or shared team barriers'. A path with no grain on it is a true result (a short
 program whose serial start-up outweighs its tasks): the split says so.
 """
 from __future__ import annotations
@@ -49,21 +50,25 @@ def span_values(g) -> dict:
 
 def critical_path_time(g) -> dict:
     """The span split by whose nodes the critical path runs through (ns):
-    grains, contexts (initial / implicit tasks), shared team barriers; and
-    per context, longest first: [{"context": public id, "kind", "ns"}].
-    The three parts add up to the span."""
+    grains' own work (grains_ns: fragments, chunks, forks), grains' join
+    waits (joins_ns), contexts (initial / implicit tasks), shared team
+    barriers; and per context, longest first: [{"context": public id,
+    "kind", "ns"}]. The four parts add up to the span."""
     path = np.asarray(g.critical_path, np.int64)
     G = len(g.grains)
     dur = g.nodes["duration"].to_numpy(np.int64)[path]
     grain = g.nodes["grain"].to_numpy(np.int64)[path]
     in_grain = (grain >= 0) & (grain < G)
+    join = is_one_of(g.nodes["type"], "join")[path]
     in_context = grain >= G
     per = np.bincount(grain[in_context] - G, weights=dur[in_context]).astype(np.int64)
     ctx = np.flatnonzero(per > 0)
     ctx = ctx[np.argsort(-per[ctx], kind="stable")]
     # graphs made by hand may have no context table
     kind = g.contexts["kind"].astype(str).to_numpy() if "kind" in g.contexts else []
-    return {"grains_ns": int(dur[in_grain].sum()), "contexts_ns": int(dur[in_context].sum()),
+    return {"grains_ns": int(dur[in_grain & ~join].sum()),
+            "joins_ns": int(dur[in_grain & join].sum()),
+            "contexts_ns": int(dur[in_context].sum()),
             "barriers_ns": int(dur[~in_grain & ~in_context].sum()),
             "contexts": [{"context": int(G + c),
                           "kind": str(kind[c]) if c < len(kind) else "context",

@@ -80,6 +80,8 @@ def _span(r: dict, data: AppData):
     pt = r["critical_path_time"]
     span = max(float(r["span_ns"]), 1.0)
     parts = [("in grains", pt["grains_ns"])]
+    if pt.get("joins_ns"):
+        parts.append(("grains' join waits", pt["joins_ns"]))
     parts += [(f"{c['kind']} task {c['identity']} (serial / team code)", c["ns"])
               for c in pt["contexts"][:3]]
     if pt["barriers_ns"]:
