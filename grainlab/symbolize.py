@@ -383,7 +383,7 @@ def symbolize_on_threads(codeptrs, threads, meta: dict, constructs=None) -> np.n
     return out
 
 
-CONSTRUCTS = ["task", "parallel for", "taskloop"]
+CONSTRUCTS = ["task", "parallel for", "taskloop", "for"]
 
 
 def grain_locations(g, trace_meta=None) -> pd.Series:
@@ -399,6 +399,9 @@ def grain_locations(g, trace_meta=None) -> pd.Series:
         codeptr = codeptr.copy()
         codeptr[is_chunk] = _one_per_loop(gr["loop"].array[is_chunk], codeptr[is_chunk])
     construct = np.where(is_chunk, 1, 0).astype(np.int64)
+    if is_chunk.any():
+        construct[is_chunk] = np.where(_combined_loops(g, meta, codeptr[is_chunk], is_chunk),
+                                       1, 3)
     if "iterations" in gr.columns:
         construct[(~is_chunk) & (gr["iterations"].to_numpy() >= 0)] = 2
     images, which = _image_of(gr["thread"].to_numpy(), meta) if "thread" in gr.columns \
@@ -410,6 +413,37 @@ def grain_locations(g, trace_meta=None) -> pd.Series:
         cat = as_categorical(symbolize_on_threads(
             codeptr, gr["thread"].to_numpy(), meta, np.asarray(CONSTRUCTS, object)[construct]))
     return pd.Series(cat, index=gr.index, name="location")
+
+
+def _combined_loops(g, meta, loop_codeptr, is_chunk) -> np.ndarray:
+    """Per chunk: is its loop a combined `#pragma omp parallel for` (the
+    loop's call on the region's fork line, or on the `for` statement right
+    under it), rather than a `for` inside a separate `#pragma omp parallel`
+    (further down)? A `parallel` whose only statement is a `for` on the next
+    line is the same thing and named so. Without line information for both,
+    or in a run of several images, it stays `parallel for`."""
+    combined = np.ones(len(loop_codeptr), bool)
+    ctx = getattr(g, "contexts", None)
+    if ctx is None or "region_codeptr" not in ctx.columns or "parent" not in g.grains.columns \
+            or isinstance(meta.get("images"), list):
+        return combined
+    G = len(g.grains)
+    parent = g.grains["parent"].to_numpy(np.int64)[is_chunk] - G
+    ok = (parent >= 0) & (parent < len(ctx))
+    region_cp = np.zeros(len(parent), np.uint64)
+    region_cp[ok] = ctx["region_codeptr"].to_numpy(np.uint64)[parent[ok]]
+    pairs, inverse = np.unique(np.stack([np.asarray(loop_codeptr, np.uint64), region_cp]),
+                               axis=1, return_inverse=True)
+    names = symbolize(pairs.ravel(), meta.get("loadmap"))
+    lines = [LOCATION.match(str(n)) for n in names]
+    where = [(m.group("file"), m.group("line")) if m else None for m in lines]
+    k = pairs.shape[1]
+    # the loop's call is on the pragma's line or the `for` statement's under it
+    same = np.array([where[i] is None or where[k + i] is None
+                     or (where[i][0] == where[k + i][0]
+                         and 0 <= int(where[i][1]) - int(where[k + i][1]) <= 1)
+                     for i in range(k)], bool)      # a few distinct loops, not grains
+    return same[np.asarray(inverse).ravel()]
 
 
 def _one_per_loop(loop, codeptr) -> np.ndarray:

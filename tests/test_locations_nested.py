@@ -96,7 +96,7 @@ def test_each_loop_is_one_location_at_its_pragma(record, variant, threads):
     assert sorted(per_loop.index.str.rsplit(".", n=1).str[-1]) == ["w0", "w1"], per_loop
     for loop, locs in per_loop.items():
         which = "loop_nowait" if loop.endswith(".w0") else "loop_barrier"
-        assert locs == [f"loop_tasks.c:{at[which + sfx]} ({fn}, parallel for)"], (loop, locs)
+        assert locs == [f"loop_tasks.c:{at[which + sfx]} ({fn}, for)"], (loop, locs)
     # every chunk is there: N per loop (libomp runs a team of one's dynamic
     # loop as one chunk)
     sizes = chunks.groupby(chunks["loop"].astype(str)).size()
@@ -129,7 +129,7 @@ def test_inlined_helpers_keep_their_names(record, example, threads):
     assert gr["location"].astype(str).value_counts().to_dict() == {
         f"inlined.c:{at['spawn_task']} (spawn, inlined into producer, task)": 2 * n,
         f"inlined.c:{at['producer_task']} (producer, inlined into main, task)": n,
-        f"inlined.c:{at['sweep_for']} (sweep, inlined into main, parallel for)": chunks}
+        f"inlined.c:{at['sweep_for']} (sweep, inlined into main, for)": chunks}
     # spawn's tasks are the children of producer's
     spawn = gr["location"].astype(str).str.contains("spawn")
     assert (gr.loc[spawn, "depth"] == 2).all() and (gr.loc[~spawn & (gr["kind"] == "task"),
@@ -158,8 +158,8 @@ def test_analyze_json_by_location(record, cli, threads):
     by = {e["location"]: e["grains"] for e in json.loads(r.stdout)["locations"]}
     per_loop = 64 if threads > 1 else 1
     assert by == {
-        f"loop_tasks.c:{at['loop_nowait_untied']} (run_loops_untied, parallel for)": per_loop,
-        f"loop_tasks.c:{at['loop_barrier_untied']} (run_loops_untied, parallel for)": per_loop,
+        f"loop_tasks.c:{at['loop_nowait_untied']} (run_loops_untied, for)": per_loop,
+        f"loop_tasks.c:{at['loop_barrier_untied']} (run_loops_untied, for)": per_loop,
         f"loop_tasks.c:{at['task_nowait_untied']} (run_loops_untied, task)": 128,
         f"loop_tasks.c:{at['task_barrier_untied']} (run_loops_untied, task)": 128}
 
@@ -276,6 +276,6 @@ def test_too_large_a_unit_falls_back_to_the_symbol_table(record, monkeypatch):
         at = markers("inlined.c")
         assert set(loc) == {f"inlined.c:{at['spawn_task']} (task)",      # nobody's: no name
                             f"inlined.c:{at['producer_task']} (main, task)",
-                            f"inlined.c:{at['sweep_for']} (main, parallel for)"}
+                            f"inlined.c:{at['sweep_for']} (main, for)"}
     finally:
         symbolize._parse_binary.cache_clear()

@@ -31,6 +31,7 @@ class Owners:
     clip: np.ndarray         # int64 per owner: implicit tasks stop one tick before PARALLEL_END
     region_identity: pd.Series  # region id -> identity string
     region_node: pd.Series      # region id -> identity forest node
+    region_codeptr: pd.Series   # region id -> code address of its PARALLEL_BEGIN
 
     @property
     def T(self) -> int:
@@ -89,7 +90,8 @@ def find_owners(trace) -> Owners:
         untied=bool(tasks["untied"].to_numpy()[ex_rows].any()),
         is_initial=is_initial, is_implicit=is_implicit, clip=clip,
         region_identity=lookup(regions["identity"].to_numpy(dtype=object), region_ids),
-        region_node=lookup(regions["identity_node"].to_numpy(np.int64), region_ids))
+        region_node=lookup(regions["identity_node"].to_numpy(np.int64), region_ids),
+        region_codeptr=lookup(regions["codeptr"].to_numpy(np.uint64), region_ids))
 
 
 @dataclass

@@ -238,11 +238,16 @@ def _context_table(owners, edges, public, per_grain, G) -> pd.DataFrame:
     parent[is_init] = -1
     region = owners.region_identity.reindex(ctx["region"].to_numpy(np.uint64)).to_numpy(dtype=object)
     region = np.where(is_init | pd.isna(region), "", region).astype(object)
+    # where the region began (its fork's return address): a loop whose own
+    # address is on the same source line is a combined `parallel for`
+    region_codeptr = owners.region_codeptr.reindex(ctx["region"].to_numpy(np.uint64)) \
+        .fillna(0).to_numpy(np.uint64)
+    region_codeptr[is_init] = 0
     return frame({
         "kind": pd.Categorical.from_codes(np.where(is_init, 0, 1).astype(np.int8),
                                           categories=["initial", "implicit"]),
         "task_id": ctx["id"].to_numpy(np.uint64),
-        "parent": parent, "region": region,
+        "parent": parent, "region": region, "region_codeptr": region_codeptr,
         "team_index": ctx["team_index"].to_numpy(), "team_size": ctx["team_size"].to_numpy(),
         "thread": per_grain["thread"][csel],
         "start": per_grain["start"][csel], "end": per_grain["end"][csel],

@@ -199,8 +199,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("span", "graph", "ns", "Span and critical path",
            "critical-path length (exact, on the fragment-level graph), `parallelism` = "
            "work / span, `critical_path` its grains, `critical_path_time` the span split by "
-           "whose nodes it runs through (grains, initial / implicit tasks, team barriers); "
-           "grain column `on_critical_path`",
+           "whose nodes it runs through (grains' fragments, chunks and forks; the grains' "
+           "joins, their waits; initial / implicit tasks; team barriers); grain column "
+           "`on_critical_path`",
            "thesis Table 4.1", "path",
            columns=("on_critical_path",), by_graph=True, needs=("duration",),
            summary=("span_ns", "parallelism", "critical_path", "critical_path_time"),
@@ -265,8 +266,9 @@ METRICS: tuple[Metric, ...] = (
            floor=("off_cpu_ns", "preempted_min_us", 1e3),
            optional="only when CPU time was recorded: record --cpu-time"),
     Metric("time_decomposition", "thread", "ns", "Time decomposition",
-           "per thread: work / overhead (create, schedule, sync, runtime) / idle; with two "
-           "runs OVR, WTI and the speed-up they explain (docs/metrics.md)",
+           "per thread: work / overhead (create, schedule, sync, runtime) / idle, and off-CPU "
+           "time where CPU time was recorded; N the team; with two runs OVR, WTI and the "
+           "speed-up they explain (docs/metrics.md)",
            "Olivier et al. SC 2012 §2–3 (seed 000)", "threads",
            needs=("duration", "thread"), summary=("time_decomposition",),
            compute=_time_decomposition, background=True),
