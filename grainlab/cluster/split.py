@@ -114,9 +114,13 @@ def plan(path) -> list[dict]:
             exclude.setdefault(w, []).extend(rs)
         keep_points += [(m, int(tsc[i]), S.PARALLEL_BEGIN)] + \
             [(m, int(tsc[e]), S.PARALLEL_END) for e in pe[:1]]
-        parts.append({"kind": "region", "index": k + 1, "region_id": int(rid),
+        parts.append({"kind": "region", "index": k + 1, "region_id": int(rid), "thread": m,
                       "ordinal": ordinal_of[enc], "ranges": ranges, "points": points})
-    serial = {"kind": "serial", "index": 0, "exclude": exclude, "points": keep_points}
+    hz = float(_meta(path)["clock"]["hz"])
+    begins = {p["index"]: int(np.rint(np.float64(p["ranges"][p["thread"]][0][0]) * (1e9 / hz)))
+              for p in parts}
+    serial = {"kind": "serial", "index": 0, "exclude": exclude, "points": keep_points,
+              "begins": begins}
     return [serial] + parts
 
 
@@ -304,16 +308,18 @@ def _top_contexts(g) -> np.ndarray:
     return ctx.index.to_numpy()[(kind == "implicit") & ctx["parent"].isin(initial).to_numpy()]
 
 
-def _fix_identity(part, names):
-    """A region part's identities say region 0.p0 (its own trace has one
-    region): the run's ordinal put back."""
-    if part["kind"] != "region" or part["ordinal"] == 0:
-        return [n for n in names]
-    true = f"0.p{part['ordinal']}"
+def _fix_identity(part, names, region=None):
+    """A region part's identities say region <L>.p0 (its own trace has one
+    region per initial task): the run's ordinal put back. region: the
+    part's own region identity (`<L>.p0`)."""
+    if part["kind"] != "region" or part["ordinal"] == 0 or not region:
+        return list(names)
+    true = region[:-1] + str(part["ordinal"])
+    n0 = len(region)
     out = []
     for n in names:
-        if n is not None and (n == "0.p0" or n.startswith(("0.p0.", "0.p0@"))):
-            n = true + n[4:]
+        if n is not None and n.startswith(region) and (len(n) == n0 or n[n0] in ".@"):
+            n = true + n[n0:]
         out.append(n)
     return out
 
@@ -337,6 +343,7 @@ def build_part(path, part: dict, estimate: int) -> dict:
         sub = g
         keep = ~region_nodes(g, ctx) if len(ctx) else np.ones(len(g.nodes), bool)
     st["graph"], st["serial_nodes"] = sub, keep
+    st["region"] = str(g.contexts.loc[ctx[0], "region"]) if len(ctx) else None
     nodes = sub.nodes
     dur = nodes["duration"].to_numpy(np.int64)
     thread = nodes["thread"].to_numpy(np.int64)[keep]
@@ -353,7 +360,7 @@ def build_part(path, part: dict, estimate: int) -> dict:
     if part["kind"] == "region":
         out["span_ns"] = int(sub.span)
         out["critical_path"] = _fix_identity(part, list(sub.identities(
-            np.asarray(sub.critical_grains, np.int64))))
+            np.asarray(sub.critical_grains, np.int64))), st["region"])
         out["critical_path_time"] = {k: v for k, v in W.critical_path_time(sub).items()
                                      if k != "contexts"}
         m = grain_exec_mask(sub)
@@ -374,9 +381,16 @@ def place_serial(path, part: dict, spans: dict) -> dict:
     g, serial = st["graph"], st["serial_nodes"]
     nodes = g.nodes
     ctx = _top_contexts(g)
-    # which region each top context stands for: its ordinal, in plan order
-    region_of_ctx = {int(c): int(str(r).rsplit(".p", 1)[1]) + 1
-                     for c, r in zip(ctx, g.contexts.loc[ctx, "region"])}
+    # which region each top context stands for: by its fork's time (the
+    # region's PARALLEL_BEGIN)
+    child = nodes["child"].to_numpy(np.int64)
+    fork_start = nodes["start"].to_numpy(np.int64)
+    index_at = {t: k for k, t in part["begins"].items()}
+    region_of_ctx = {}
+    for c in ctx:
+        forks = np.flatnonzero(child == c)
+        if len(forks) and int(fork_start[forks[0]]) in index_at:
+            region_of_ctx[int(c)] = index_at[int(fork_start[forks[0]])]
     arrays = node_arrays(nodes)
     w = np.where(serial, arrays["duration"], 0).astype(np.int64)
     G = len(g.grains)
@@ -390,7 +404,6 @@ def place_serial(path, part: dict, spans: dict) -> dict:
     arrays["duration"] = w
     path_nodes, span, finish, _ = longest_path(**arrays, src=g.edges["src"].to_numpy(),
                                                dst=g.edges["dst"].to_numpy())
-    child = nodes["child"].to_numpy(np.int64)
     offsets = {}
     for c, k in region_of_ctx.items():
         forks = np.flatnonzero(child == c)
@@ -437,8 +450,6 @@ def _placed(st, offset):
     g = st["graph"]
     if "weights" in st:         # the serial part: its own weights
         es = st["es"]
-        m_g = g.nodes.copy(deep=False)
-        m_g = g
         grain, start, end = placed_fragments(_with_duration(g, st["weights"]), es)
     else:
         grain, start, end = placed_fragments(g, st["es"])
@@ -535,9 +546,11 @@ def finish_part(path, part: dict, final: dict) -> dict:
     if final.get("grains"):
         keep = [c for c in gr.columns if c not in ("identity",)]
         table = gr[keep].copy()
-        table["identity"] = _fix_identity(part, list(g.identities(gr.index.to_numpy())))
+        table["identity"] = _fix_identity(part, list(g.identities(gr.index.to_numpy())),
+                                          st.get("region"))
         table["location"] = locations.to_numpy(dtype=object)
         out["grains_table"] = table
+    _STATE.pop(_key(path, part), None)      # the last phase: the part is done
     return out
 
 
@@ -735,9 +748,8 @@ class _Runner:
         futures = []
         for i, args in zip(at, calls):
             where = self.where.get(i)
-            futures.append(self.client.submit(fn, *args, pure=False,
-                                              workers=[where] if where else None,
-                                              allow_other_workers=True))
+            place = {"workers": [where], "allow_other_workers": True} if where else {}
+            futures.append(self.client.submit(fn, *args, pure=False, **place))
         results = self.client.gather(futures)
         who = self.client.who_has(futures)
         for i, f in zip(at, futures):
