@@ -416,8 +416,9 @@ def place_serial(path, part: dict, spans: dict) -> dict:
     grain = nodes["grain"].to_numpy(np.int64)
     pieces, on_path_regions = [], []
     crit_grains = np.zeros(G, bool)
-    ptime = {"grains_ns": 0, "contexts_ns": 0, "barriers_ns": 0}
-    for v in path_nodes.tolist():
+    ptime = {"grains_ns": 0, "joins_ns": 0, "contexts_ns": 0, "barriers_ns": 0}
+    is_join = (nodes["type"].astype(str) == "join").to_numpy()
+    for v in path_nodes.tolist():       # as metrics.work.critical_path_time splits it
         if v in end_of:
             pieces.append(("region", end_of[v]))
             on_path_regions.append(end_of[v])
@@ -429,7 +430,7 @@ def place_serial(path, part: dict, spans: dict) -> dict:
             crit_grains[gi] = True
             if not pieces or pieces[-1] != ("grain", gi):
                 pieces.append(("grain", gi))
-            ptime["grains_ns"] += int(w[v])
+            ptime["joins_ns" if is_join[v] else "grains_ns"] += int(w[v])
         elif gi >= G:
             ptime["contexts_ns"] += int(w[v])
         else:
@@ -674,7 +675,7 @@ def _compose(path, parts, built, serial, done, summary, th, info, top, grains) -
             r = by_index[what]
             path_ids.extend(r["critical_path"])
             for key in ptime:
-                ptime[key] += r["critical_path_time"][key]
+                ptime[key] += r["critical_path_time"].get(key, 0)
     n_grains = sum(r["grains"] for r in built)
     problems = {}
     for name, rule in P.RULES.items():
