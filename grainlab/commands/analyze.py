@@ -9,7 +9,7 @@ import argparse
 import json
 
 from .. import problems as P
-from ..analysis.analysis import Analysis, span_note
+from ..analysis.analysis import Analysis, jsonable, span_note
 from ..metrics import instantaneous_parallelism as ip
 from ._output import Progress, fmt_ns, warn_incomplete
 
@@ -23,6 +23,8 @@ examples:
   grainlab analyze --region app.c:42 app.parquet   # every region at that line
   grainlab analyze --window 1.5s:3s app.parquet    # from the trace's start; units ns us ms s
   grainlab analyze --weigh cpu app.parquet         # recorded with `grainlab record --cpu-time`
+  grainlab analyze --workers 2 big.parquet         # in parts (regions) on 2 Dask workers
+  grainlab analyze --scheduler tcp://head:8786 big.parquet
 
 thresholds (problem when the grain's value crosses it; docs/metrics.md):
 {THRESHOLDS}
@@ -65,6 +67,12 @@ def add_parser(subparsers):
                    help="analyze only this time window from the trace's start "
                         "(e.g. 120ms:300ms; units ns, us, ms, s, default ms; a side may "
                         "be empty)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="analyze the trace in parts (its top-level parallel regions and the "
+                        "serial part, each read from its own row groups) on a Dask "
+                        "LocalCluster of N workers, and compose them (docs/cluster.md)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="the same on an existing Dask cluster (tcp://host:8786)")
     p.set_defaults(run=run)
 
 
@@ -74,6 +82,8 @@ def run(args) -> int:
     interval = _interval(args.interval, UsageError)
     if args.top < 0:
         raise UsageError("--top must be >= 0")
+    if args.workers is not None or args.scheduler is not None:
+        return _run_parts(args, th, interval, UsageError)
     a = Analysis(args.trace, thresholds=th, interval=interval, region=args.region,
                  window=args.window, weigh=args.weigh, progress=Progress())
     report = a.report(args.top)
@@ -82,6 +92,46 @@ def run(args) -> int:
     else:
         print(render(report))
     warn_incomplete(a)
+    return 0
+
+
+def _run_parts(args, th, interval, UsageError) -> int:
+    """--workers / --scheduler: grainlab.cluster.split (docs/cluster.md)."""
+    if args.region is not None or args.window is not None or args.weigh != "wall":
+        raise UsageError("--workers/--scheduler analyze the whole run in parts: "
+                         "not with --region, --window or --weigh cpu")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be >= 1")
+    from ..cluster.split import analyze_split
+    r = analyze_split(args.trace, workers=args.workers, scheduler=args.scheduler,
+                      thresholds=th, interval=interval, progress=Progress(), top=args.top)
+    r.pop("all_locations", None)
+    if args.json:
+        print(json.dumps(jsonable(r)))
+        return 0
+    out = [f"trace        {r['trace']}  (in {r['parts']} parts: {r['regions']} regions "
+           "and the serial part)", "", "SUMMARY",
+           f"  grains       {r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) "
+           f"on {_threads(r)}",
+           f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
+           f"  span         {fmt_ns(r['span_ns'])}  (critical path: "
+           f"{len(r['critical_path'])} grains)",
+           f"  parallelism  {r['parallelism']:.3g} (work / span)",
+           f"  inst. par.   interval {fmt_ns(r['instantaneous_parallelism']['interval_ns'])} "
+           f"({r['instantaneous_parallelism']['interval_choice']})",
+           "", "PROBLEMS", f"  {'metric':<32} {'threshold':>11} {'grains':>8} {'%':>7} "
+                           f"{'on crit.':>8}  {'work':>9}"]
+    for name, p in r["problems"].items():
+        if not p["available"]:
+            out.append(f"  {name:<32} {'':>11} {'n/a':>8}")
+            continue
+        out.append(f"  {name:<32} {p['direction'] + ' ' + format(p['threshold'], '.3g'):>11} "
+                   f"{p['grains']:>8} {_pct(p['percent']):>7} {p['on_critical_path']:>8}  "
+                   f"{fmt_ns(p['work_ns']):>9}")
+    out += ["", "LOCATIONS (by work)"]
+    for loc in r["locations"]:
+        out.append(f"  {loc['work_percent']:5.1f}%  {loc['grains']:>8} grains  {loc['location']}")
+    print("\n".join(out))
     return 0
 
 

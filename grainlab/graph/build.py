@@ -66,28 +66,33 @@ from .tables import make_graph
 OVERLAP_EVENTS = 8_000_000
 
 
-def build(trace, creation_quantile: float = 0.10, checkpoint=None) -> GrainGraph:
+def build(trace, creation_quantile: float = 0.10, checkpoint=None,
+          creation_cost=None) -> GrainGraph:
     """The grain graph of `trace` (a grainlab.trace.Trace). checkpoint: called
     between phases; it may raise to stop the build (the analysis validates
-    the trace meanwhile: grainlab.trace.trace.load_checking)."""
+    the trace meanwhile: grainlab.trace.trace.load_checking).
+    creation_cost: None (the estimate is the `creation_quantile` of the
+    trace's creation gaps), or callable(gaps ns array) -> estimate ns: a
+    trace analyzed in parts (grainlab.cluster.split) takes the whole run's
+    estimate, so each part's forks weigh what they weigh in the whole."""
     check = checkpoint or (lambda: None)
     lane = ThreadPoolExecutor(1, thread_name_prefix="grainlab-build") \
         if len(trace.events) < OVERLAP_EVENTS else None
     try:
-        return _build(trace, creation_quantile, check, lane)
+        return _build(trace, creation_quantile, check, lane, creation_cost)
     finally:
         if lane:
             lane.shutdown(wait=True)
 
 
-def _build(trace, creation_quantile, check, lane) -> GrainGraph:
+def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGraph:
     owners = find_owners(trace)
     check()
     rows, row_owner, other_owner = load_rows(trace.events, owners.of, owners.clip, owners.untied)
     orows = OwnedRows(rows, row_owner, other_owner, stride=len(rows) + 2)
     chunks = find_chunks(rows, row_owner, orows.stride)
     check()
-    slots = open_slots(orows, owners, chunks, creation_quantile, lane)
+    slots = open_slots(orows, owners, chunks, creation_quantile, lane, creation_cost)
     check()
     ids = node_ids(slots, owners.E)
     edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else None

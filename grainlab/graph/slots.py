@@ -107,11 +107,12 @@ class _SlotParts:
 
 
 def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float,
-               lane=None) -> Slots:
+               lane=None, creation_cost=None) -> Slots:
     """lane: an executor to make the explicit tasks' slots on meanwhile."""
     parts, task_parts = _SlotParts(), _SlotParts()
-    forks = lane.submit(_task_slots, task_parts, orows, owners, creation_quantile) \
-        if lane else _task_slots(task_parts, orows, owners, creation_quantile)
+    forks = lane.submit(_task_slots, task_parts, orows, owners, creation_quantile,
+                        creation_cost) \
+        if lane else _task_slots(task_parts, orows, owners, creation_quantile, creation_cost)
     n_barriers = _wait_slots(parts, orows)
     parallel_end = _context_slots(parts, orows, owners)
     _loop_slots(parts, orows, chunks, owners.E)
@@ -129,7 +130,7 @@ def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float,
                  taskgroup_begin_rows=tg_begin, taskgroup_end_rows=tg_end)
 
 
-def _task_slots(parts, orows, owners, q) -> Forks:
+def _task_slots(parts, orows, owners, q, creation_cost=None) -> Forks:
     """A first fragment at each explicit task's first schedule; at its
     creation, a fork in the parent (weight min(gap, estimate)), then a fragment."""
     r, own, oth = orows.rows, orows.owner, orows.other_owner
@@ -145,7 +146,10 @@ def _task_slots(parts, orows, owners, q) -> Forks:
     cr = np.sort(cr[first_per_key(own[cr], E)])
     child, parent = own[cr], oth[cr]
     gap = _gap_to_next_runtime_row(r, cr)
-    estimate = int(round(float(np.quantile(gap, q)))) if len(gap) else 0
+    if creation_cost is not None:       # the whole run's estimate (build's doc)
+        estimate = int(creation_cost(gap))
+    else:
+        estimate = int(round(float(np.quantile(gap, q)))) if len(gap) else 0
     fork_w = np.minimum(gap, estimate)
     # ... and at most until the child begins (another thread may take it
     # while its creator is still in the runtime: the path creator -> child
