@@ -111,3 +111,59 @@ def test_an_unknown_runtime_is_one_line(cli, example):
                           "LLVM libomp 3 not found")
     assert_one_line_error(cli("record", "--runtime", "/nonexistent/libomp.so", "--",
                               example("fib")), "no such file")
+
+
+# The benchmark-style programs of the example suite (tests/test_examples_b.py:
+# each verifies its own result, and its task and chunk counts come from an
+# independent reference there), on every runtime. clang-19 builds dynamic and
+# guided loops with __kmpc_dispatch_deinit, which libomp 14-16 lack: a binary
+# that has such a loop anywhere is refused there in one line naming it (the
+# check reads the binary's imports, before the run), never recorded wrong.
+from test_examples_b import CASES as SUITE  # noqa: E402
+
+NO_DISPATCH_DEINIT = {"llvm-14", "llvm-15", "llvm-16"}
+
+
+def dynamic_loop(name, args) -> bool:
+    """Does the binary hold a dynamic or guided loop (whatever `args` run)?"""
+    return name in ("alignment", "loop_dynamic", "imbalance")
+
+
+@pytest.mark.parametrize("runtime", NAMES)
+@pytest.mark.parametrize("name, args, said, expect", SUITE,
+                         ids=[f"{c[0]}-{'_'.join(map(str, c[1]))}" for c in SUITE])
+def test_the_suite_programs_on_every_runtime(record, example, tmp_path, runtime, name, args,
+                                             said, expect):
+    if runtime in NO_DISPATCH_DEINIT and dynamic_loop(name, args):
+        r = grainlab("record", "--runtime", runtime, "-o", tmp_path / "t.parquet", "--",
+                     example(name), *args, env={"OMP_NUM_THREADS": "2"})
+        assert_one_line_error(r, "__kmpc_dispatch_deinit", runtime)
+        assert not (tmp_path / "t.parquet").exists()
+        return
+    extra = ("--runtime", runtime)
+    t = record(name, *args, threads=2, extra=extra)
+    out = record.stdout(name, *args, threads=2, extra=extra)
+    assert out.startswith(said) and out.rstrip().endswith("verified"), out
+    tasks, chunks = expect(2)
+    s = t.summary()
+    assert s["tasks"] == tasks
+    assert s["chunks"] == (chunks if t.meta["runtime"]["chunks_reported"] else 0)
+
+
+# The BOTS-style kernels (tests/test_examples_a.py: task counts and
+# taskwaits from formulas there), on every runtime.
+from test_examples_a import SMALL as KERNELS, TASKWAITS  # noqa: E402
+
+
+@pytest.mark.parametrize("runtime", NAMES)
+@pytest.mark.parametrize("case", list(KERNELS))
+def test_the_kernels_on_every_runtime(record, runtime, case):
+    import re
+    prog, args, pattern, tasks = KERNELS[case]
+    extra = ("--runtime", runtime)
+    t = record(prog, *args, threads=2, extra=extra)
+    out = record.stdout(prog, *args, threads=2, extra=extra).strip()
+    assert re.match(pattern, out), out
+    assert t.complete and t.summary()["tasks"] == tasks
+    if case in TASKWAITS:
+        assert t.summary()["taskwaits"] == TASKWAITS[case]
