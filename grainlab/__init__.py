@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 _LAZY = {"Analysis": "analysis.analysis", "Comparison": "analysis.analysis",
          "analyze": "analysis.analysis", "open": "analysis.analysis", "Trace": "trace.trace",
          "load": "trace.trace", "scan": "trace.scan", "characterize": "suite.characterization",
-         "scaling": "analysis.scaling", "Scaling": "analysis.scaling",
+         "scaling": "analysis.analysis", "Scaling": "analysis.scaling",
          "ranks": "cluster.ranks", "rank_timeline": "app.rank_figures"}
 
 

@@ -23,7 +23,8 @@ LIMIT = 80
 LAYERS = [
     ("base", ["grainlab", "grainlab.errors", "grainlab.schema", "grainlab.sorting",
               "grainlab.idindex", "grainlab.symbolize", "grainlab.progress",
-              "grainlab.process_memory", "grainlab.outpath", "grainlab._paths"]),
+              "grainlab.process_memory", "grainlab.outpath", "grainlab._paths",
+              "grainlab.units"]),
     ("trace", ["grainlab.trace"]),
     ("tables", ["grainlab.tables"]),
     ("graph", ["grainlab.graph"]),

@@ -352,7 +352,8 @@ class Analysis:
         contention-free prediction and a pessimistic bound."""
         from .prediction import predict
         return predict(self, cores, what_if=what_if, merge_below=merge_below, costs=costs,
-                       wti=wti, guard=guard, whole=whole, runs=runs, measured=measured,
+                       wti=wti, guard=guard, whole=whole,
+                       runs=analyses(runs, self.progress) if runs else runs, measured=measured,
                        contention=contention)
 
     def compare(self, other, *, threshold: float | None = None) -> "Comparison":
@@ -373,6 +374,20 @@ class Analysis:
         `grainlab.open(directory)` reads it back without rebuilding the graph."""
         from . import store
         return store.save(self, Path(directory))
+
+
+def scaling(runs, *, baseline=None, progress=None):
+    """A Scaling (grainlab.analysis.scaling) of `runs`: paths, Traces or
+    Analyses of one program and input at several thread counts. `baseline`:
+    the run (its position in `runs`) speed-up is measured against; default
+    the first with the fewest threads."""
+    from .scaling import Scaling
+    return Scaling(analyses(runs, progress), baseline=baseline, progress=progress)
+
+
+def analyses(runs, progress=None) -> list:
+    """Each of `runs` (paths, Traces or Analyses) as an Analysis."""
+    return [r if isinstance(r, Analysis) else Analysis(r, progress=progress) for r in runs]
 
 
 def open(directory, *, progress=None) -> Analysis:  # noqa: A001 (gl.open is the API)
@@ -409,4 +424,4 @@ def _graph_while_checking(trace, check):
         raise
 
 
-__all__ = ["analyze", "open", "Analysis", "Comparison", "trace_key", "jsonable"]
+__all__ = ["analyze", "open", "scaling", "Analysis", "Comparison", "trace_key", "jsonable"]

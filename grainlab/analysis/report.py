@@ -14,13 +14,6 @@ from .. import problems as P
 DEFAULT_TOP = 10
 
 
-def serial_part(g, work_ns, split) -> dict:
-    """The initial task's code on the critical path and Amdahl's bound
-    (grainlab.analysis.prediction.serial_part)."""
-    from .prediction import serial_part as part
-    return part(g, work_ns, whole=True, split=split)
-
-
 def report(a, top: int = DEFAULT_TOP) -> dict:
     """What `grainlab analyze --json --top N` prints (JSON-able), of the
     Analysis `a`."""
@@ -45,7 +38,7 @@ def report(a, top: int = DEFAULT_TOP) -> dict:
         "locations": top_locations(g.grains, a.locations, found, th, top),
         "critical_path_grains": critical_grains(g, a.locations, summary["critical_path"], top),
         "critical_path_time": path_time(g, summary["critical_path_time"]),
-        "serial": serial_part(g, summary["work_ns"], split=summary["critical_path_time"]),
+        "serial": summary["serial"],
         "weights": a.weigh,
         "preemption": a.preemption(found),
     })

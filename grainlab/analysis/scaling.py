@@ -4,7 +4,7 @@ Speed-up_N = (N / N_B) / (OVR_N · WTI_N) (grainlab.metrics.scaling; docs/metric
 "Scaling").
 
     import grainlab as gl
-    s = gl.scaling(["fib-1.parquet", "fib-2.parquet", "fib-4.parquet"])
+    s = gl.scaling(["fib-1.parquet", "fib-2.parquet", "fib-4.parquet"])   # analysis.scaling
     s.runs           # DataFrame, one row per run (fewest threads first)
     s.locations      # DataFrame, one row per (source location, run): mean grain work
     s.most_inflated()   # the locations whose inflation adds the most work
@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..errors import GrainlabError, UsageError
 from ..metrics import scaling as sc
-from .analysis import DEFAULT_TOP, Analysis, jsonable, program_of
+from .report import DEFAULT_TOP, jsonable, program_of
 
 RUN_KEYS = ("path", "baseline", "threads", "duration_ns", "work_ns", "overhead_ns", "idle_ns", "speedup",
             "ovr", "wti", "total_ns", "wti_grains", "grain_work_ns", "efficiency", "ideal", "ovr_abs", "inflation_ns",
@@ -32,23 +32,19 @@ RUN_KEYS = ("path", "baseline", "threads", "duration_ns", "work_ns", "overhead_n
             "grains", "matched_grains", "tasks", "matched_tasks", "same_tasks")
 
 
-def scaling(runs, *, baseline=None, progress=None) -> "Scaling":
-    """A Scaling of `runs` (paths, Traces or Analyses of one program and input
-    at several thread counts). `baseline`: the run (its position in `runs`)
-    speed-up is measured against; default the first with the fewest threads."""
-    return Scaling(runs, baseline=baseline, progress=progress)
-
-
 class Scaling:
     """Runs of one program at several thread counts (see the module doc)."""
 
     def __init__(self, runs, *, baseline=None, progress=None):
+        """runs: Analyses (grainlab.analysis.analysis.Analysis) of one
+        program at several thread counts; `grainlab.scaling` takes paths."""
         progress = progress or (lambda _msg: None)
         runs = list(runs)
         if len(runs) < 2:
             raise UsageError(f"scaling needs two or more runs of one program (got {len(runs)})")
-        self.analyses = [r if isinstance(r, Analysis) else Analysis(r, progress=progress)
-                         for r in runs]
+        # Analyses of the runs (grainlab.scaling makes them of paths and traces:
+        # this module is below the pipeline, which predict reaches it from)
+        self.analyses = runs
         for a in self.analyses[1:]:
             check_same_command(self.analyses[0], a)
         splits = []
@@ -155,12 +151,12 @@ def _locations(table: pd.DataFrame, ranked: list) -> list:
     return out
 
 
-def _command(a: Analysis):
+def _command(a):
     cmd = a.trace.meta.get("command")
     return [str(c) for c in cmd] if isinstance(cmd, list) and cmd else None
 
 
-def check_same_command(base: Analysis, run: Analysis):
+def check_same_command(base, run):
     """Refuse a run of another program, or of the same program with other
     arguments, when both traces name their command line."""
     a, b = _command(base), _command(run)
@@ -177,7 +173,7 @@ def check_same_command(base: Analysis, run: Analysis):
                             "thread counts")
 
 
-def check_same_grains(base: Analysis, run: Analysis, m: dict):
+def check_same_grains(base, run, m: dict):
     """Refuse a run none of whose grains is a grain of the baseline (by
     identity); without command lines to compare, refuse unequal task trees."""
     if m["grains"] and m["grains_baseline"] and m["matched_grains"] == 0:

@@ -498,10 +498,12 @@ def finish_part(path, part: dict, final: dict) -> dict:
     gr = g.grains
     n = len(gr)
     ctx = Context(g, accesses=st["trace"].accesses)
-    skip = {"instantaneous_parallelism", "achieved_parallelism", "time_decomposition",
-            "span", "work", "cores_used", "scatter"}
+    # the per-grain metrics (graph-level values are composed by the
+    # coordinator); instantaneous parallelism and scatter take the run's
+    # parameters below
+    skip = {"instantaneous_parallelism", "scatter"}
     for m in METRICS:
-        if m.compute is not None and m.name not in skip:
+        if m.compute is not None and m.columns and not m.by_graph and m.name not in skip:
             m.compute(ctx)
     from ..metrics import scatter
     scatter.compute(g)

@@ -7,6 +7,7 @@ import sys
 
 from ..errors import UsageError
 from ..progress import Progress
+from ..units import fmt_ns
 
 __all__ = ["Progress", "warn_incomplete", "fmt_ns", "program_command", "align_columns"]
 
@@ -16,14 +17,6 @@ def warn_incomplete(analysis):
     if not run["complete"]:
         print(f"grainlab: warning: {run['trace']} is incomplete: " + "; ".join(run["problems"]),
               file=sys.stderr)
-
-
-def fmt_ns(ns) -> str:
-    ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
 
 
 def program_command(remainder, missing: str) -> list:

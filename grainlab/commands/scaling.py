@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..analysis.scaling import Scaling
+from ..analysis.analysis import scaling
 from ..errors import UsageError
 from ._output import Progress, fmt_ns, warn_incomplete
 
@@ -55,7 +55,7 @@ def run(args) -> int:
         if args.baseline not in args.runs:
             raise UsageError(f"--baseline {args.baseline} is not one of the runs given")
         baseline = args.runs.index(args.baseline)
-    s = Scaling(args.runs, baseline=baseline, progress=Progress(quiet=args.quiet))
+    s = scaling(args.runs, baseline=baseline, progress=Progress(quiet=args.quiet))
     report = s.report(args.top)
     print(json.dumps(report) if args.json else render(report))
     for a in s.analyses:

@@ -68,8 +68,8 @@ def run(args) -> int:
         comparison = a.compare(ref)
     scaling = ranks = None
     if args.runs:
-        from ..analysis.scaling import Scaling
-        scaling = Scaling([a, *args.runs], progress=progress)
+        from ..analysis.analysis import scaling as scaling_of
+        scaling = scaling_of([a, *args.runs], progress=progress)
     if args.ranks:
         from ..cluster.ranks import ranks as rank_set
         ranks = rank_set(list(args.ranks), progress=progress)

@@ -115,6 +115,12 @@ def _span(ctx):
     return work.span_values(ctx.g)
 
 
+def _serial(ctx):
+    from . import work
+    v = ctx.values
+    return {"serial": work.serial_part(ctx.g, v["work_ns"], split=v["critical_path_time"])}
+
+
 def _cores(ctx):
     from .contract import cores_used, threads_used
     return {"cores_used": cores_used(ctx.g), "threads_used": threads_used(ctx.g)}
@@ -206,6 +212,12 @@ METRICS: tuple[Metric, ...] = (
            columns=("on_critical_path",), by_graph=True, needs=("duration",),
            summary=("span_ns", "parallelism", "critical_path", "critical_path_time"),
            compute=_span),
+    Metric("serial", "graph", "ns", "Serial part (Amdahl)",
+           "the initial task's code on the critical path, which runs alone on any number of "
+           "cores: `serial_ns`, Amdahl's bound `amdahl_speedup` = work / serial_ns, and "
+           "`serial_start_ns`, its code before the first parallel region",
+           "Amdahl; issue 34", "path",
+           summary=("serial",), compute=_serial),
     Metric("cores_used", "graph", "cores", "Cores used",
            "threads that ran anything, but no more than the CPUs they ran on; "
            "`threads_used` the threads", "thesis §5.4.3", "sum",

@@ -73,3 +73,42 @@ def critical_path_time(g) -> dict:
             "contexts": [{"context": int(G + c),
                           "kind": str(kind[c]) if c < len(kind) else "context",
                           "ns": int(per[c])} for c in ctx]}
+
+
+def serial_part(g, work_ns: int, whole: bool = True, split: dict | None = None) -> dict:
+    """The initial task's code on the critical path (it runs alone at any
+    core count) and Amdahl's bound work / serial; its serial start: the
+    initial task's code before its first parallel region. whole=False: the
+    initial task's code before the first region and after the last one is
+    not counted (what `predict` times by default). split: the span's split
+    (critical_path_time) when already computed."""
+    from .replay_graph import _outside_regions
+    split = critical_path_time(g) if split is None else split
+    serial = sum(c["ns"] for c in split["contexts"] if c["kind"] == "initial")
+    start = serial_start(g)
+    if not whole:
+        serial -= int(g.nodes["duration"].to_numpy(np.int64)[_outside_regions(g)].sum())
+        start = 0
+    serial = max(int(serial), 0)
+    return {"serial_ns": serial, "serial_start_ns": start,
+            "amdahl_speedup": (work_ns / serial) if serial > 0 else None}
+
+
+def serial_start(g) -> int:
+    """The initial task's time before its first parallel-region fork (0
+    when it has no region)."""
+    nodes, ctx = g.nodes, g.contexts
+    if "kind" not in ctx:
+        return 0
+    initial = ctx.index[(ctx["kind"] == "initial").to_numpy(bool)]
+    if not len(initial):
+        return 0
+    owner = nodes["owner"].to_numpy(np.int64)
+    mine = owner == int(initial[0])
+    child = nodes["child"].to_numpy(np.int64)
+    forks = mine & (nodes["type"] == "fork").to_numpy(bool) & (child >= len(g.grains))
+    if not forks.any():
+        return 0
+    seq = nodes["owner_seq"].to_numpy(np.int64)
+    first = seq[forks].min()
+    return int(nodes["duration"].to_numpy(np.int64)[mine & (seq < first)].sum())

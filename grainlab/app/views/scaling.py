@@ -75,7 +75,7 @@ def predict(data: AppData) -> dict:
 def note(pred: dict) -> list:
     """The serial part, the inflation used at each P and where it came from,
     and the range, in words (what `grainlab predict` prints)."""
-    from ...commands._output import fmt_ns
+    from ...units import fmt_ns
     out = []
     s = pred.get("serial") or {}
     if s.get("serial_ns"):

@@ -9,14 +9,7 @@ from dash import dcc, html
 
 from ..data import LOCATION_VIEW, NO_PROBLEM, AppData
 from ..state import PROBLEM_LABELS
-
-
-def _ns(ns) -> str:
-    ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
+from ...units import fmt_ns
 
 
 def _link(text, cls=None, **q):
@@ -39,8 +32,8 @@ def _header(r: dict, data: AppData):
     td = r.get("time_decomposition") or {}
     rows = [("grains", f"{r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) on "
                        f"{r['cores_used']} core(s)"),
-            ("work", f"{_ns(r['work_ns'])} (in grains {_ns(r['grain_work_ns'])})"),
-            ("span", f"{_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains"
+            ("work", f"{fmt_ns(r['work_ns'])} (in grains {fmt_ns(r['grain_work_ns'])})"),
+            ("span", f"{fmt_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains"
                      + (f" ({data.span_note})" if data.span_note else "")),
             ("exposed parallelism", f"{r['parallelism']:.3g} (work / span)")]
     if td.get("total"):
@@ -72,7 +65,7 @@ def _problems(r: dict, data: AppData):
         rows.append(html.Tr(className="flagged" if p["grains"] else None, children=[
             html.Td(_link(label, cls="problem-link", view="graph", problem=name)),
             html.Td(th), html.Td(p["grains"]), html.Td(f"{p['percent']:.1f}%"),
-            html.Td(p["on_critical_path"]), html.Td(_ns(p["work_ns"])), html.Td(where)]))
+            html.Td(p["on_critical_path"]), html.Td(fmt_ns(p["work_ns"])), html.Td(where)]))
     return html.Table(id="summary-problems", className="kv problems", children=rows)
 
 
@@ -86,12 +79,12 @@ def _span(r: dict, data: AppData):
               for c in pt["contexts"][:3]]
     if pt["barriers_ns"]:
         parts.append(("team barriers", pt["barriers_ns"]))
-    rows = [html.Tr([html.Td(k), html.Td(_ns(v)), html.Td(f"{100 * v / span:.1f}%"),
+    rows = [html.Tr([html.Td(k), html.Td(fmt_ns(v)), html.Td(f"{100 * v / span:.1f}%"),
                      html.Td(html.Div(className="bar", style={"width": f"{100 * v / span:.0f}%"}))])
             for k, v in parts]
     grains = [html.Li([_link(f"#{c['grain']}", view="graph", grain=c["grain"],
                              problem=NO_PROBLEM),
-                       f" {c['kind']} {c['identity']} at {c['location']}: {_ns(c['work_ns'])}"])
+                       f" {c['kind']} {c['identity']} at {c['location']}: {fmt_ns(c['work_ns'])}"])
               for c in r["critical_path_grains"][:10]]
     return html.Div([html.Table(id="summary-span", className="kv span", children=rows),
                      html.P(["The critical path is red on ",
