@@ -825,6 +825,9 @@ def write(path, per_thread: list[dict], threads: int, shape: str, grains: int, s
         "grainlab.recorded_events": str(sum(len(g["time"]) for g in groups)),
         "grainlab.counts": json.dumps(_counts(groups)),
         "grainlab.collector": "synth",
+        # tick 0 is the (synthetic) process's start: nothing ran before it
+        "grainlab.process_start": json.dumps({"method": "synth", "collector_start_ns": 0,
+                                              "uncertainty_ns": 0}),
         "grainlab.run_id": "null",
         "grainlab.mpi": "null",           # not a rank of an MPI run
         "grainlab.host": "null",          # run on no host
