@@ -1,0 +1,79 @@
+"""The builder's compiled segment credit (grainlab/native/segments.c) against
+its numpy twin (grainlab.graph.slots._segment_credit_numpy), on random rows
+and chains, and the whole grain graph built with and without the kernel."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grainlab.graph import build
+from grainlab.graph.slots import segment_credit
+
+
+def _random_case(rng, n_rows, n_owners, max_chain, recv_share, untied):
+    """Slots in chain order (owner, then row; rows repeat inside a chain, as
+    a fork and the fragment after it do), rows with a running owner (-1:
+    nobody, owners without slots too), segments with zeros, and a global
+    order key that is the position or (untied) a permutation of it."""
+    lengths = rng.integers(0, max_chain + 1, n_owners)
+    slot_owner = np.repeat(np.arange(n_owners), lengths)
+    slot_row = np.concatenate([np.sort(rng.integers(0, n_rows + 2, k)) for k in lengths]) \
+        if len(slot_owner) else np.zeros(0, np.int64)
+    recv = rng.random(len(slot_owner)) < recv_share
+    owner_running = rng.integers(-1, n_owners + 1, n_rows)
+    owner_running[owner_running >= n_owners] = -1
+    seg = rng.integers(0, 5, n_rows) * (rng.random(n_rows) < 0.8)
+    seg_end = rng.integers(0, 1000, n_rows)
+    grank = rng.permutation(n_rows) if untied else None
+    return (owner_running.astype(np.int64), grank, seg.astype(np.int64),
+            seg_end.astype(np.int64), slot_owner.astype(np.int64),
+            slot_row.astype(np.int64), recv)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("untied", [False, True])
+def test_compiled_credit_equals_numpy_twin(build, seed, untied):
+    rng = np.random.default_rng(seed)
+    n_rows = int(rng.integers(0, 3000))
+    case = _random_case(rng, n_rows, n_owners=int(rng.integers(1, 60)),
+                        max_chain=int(rng.integers(0, 40)),
+                        recv_share=float(rng.random()), untied=untied)
+    native = segment_credit(*case, native=True)
+    twin = segment_credit(*case, native=False)
+    for a, b in zip(native, twin):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_compiled_credit_on_edge_cases(build):
+    """No rows, no slots, every row idle, one long chain probed out of order."""
+    z = np.zeros(0, np.int64)
+    cases = [
+        (z, None, z, z, z, z, np.zeros(0, bool)),
+        (np.array([0, 0, -1]), None, np.array([1, 2, 3]), np.array([5, 6, 7]), z, z,
+         np.zeros(0, bool)),
+        (np.full(5, -1), None, np.ones(5, np.int64), np.arange(5), np.zeros(3, np.int64),
+         np.array([0, 2, 4]), np.ones(3, bool)),
+        (np.zeros(200, np.int64), np.random.default_rng(1).permutation(200),
+         np.ones(200, np.int64), np.arange(200), np.zeros(50, np.int64),
+         np.sort(np.random.default_rng(2).integers(0, 200, 50)), np.ones(50, bool)),
+    ]
+    for case in cases:
+        case = tuple(np.asarray(c, np.int64) if c is not None and c.dtype != bool else c
+                     for c in case)
+        for a, b in zip(segment_credit(*case, native=True), segment_credit(*case, native=False)):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("program,args,threads", [
+    ("fib", (14, 3), 2), ("taskgroup", (12,), 2), ("loops", ("all", 300), 2),
+    ("depend", (6,), 1), ("fib_untied", (13,), 2), ("uts_untied", ("deep", 300, 4), 2)])
+def test_builder_with_and_without_kernels_is_the_same_graph(monkeypatch, record, program, args,
+                                                           threads):
+    trace = record(program, *args, threads=threads)
+    native = build(trace)
+    monkeypatch.setenv("GRAINLAB_NATIVE", "0")
+    twin = build(trace)
+    for table in ("nodes", "edges", "grains", "contexts"):
+        pd.testing.assert_frame_equal(getattr(native, table), getattr(twin, table))
+    assert native.span == twin.span
