@@ -69,7 +69,7 @@ def make_nodes(slots, credit, orows, owners, ids: NodeIds) -> Nodes:
         col[M:] = fill
         return col
     c["owner"] = chain_column(slots.owner[chain], -1, np.int64)
-    c["owner_seq"] = chain_column(slots.seq[chain], -1, np.int64)
+    c["owner_seq"] = chain_column(slots.seq[chain], -1, np.int32)   # the table's type
     c["thread"] = chain_column(r.thread[pos], -1, np.int32)
     c["cpu"] = chain_column(r.take("cpu", pos), -1, np.int32)
     c["child"] = np.full(N, -1, np.int64)

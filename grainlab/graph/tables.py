@@ -28,6 +28,19 @@ class PublicIds:
             return x
         return x + K * ((x >= T) & (x < E)) - (E - T) * (x >= E)
 
+    def in_place(self, x: np.ndarray) -> np.ndarray:
+        """The same ids, written over `x` (an int64 scratch array the caller
+        gives up): two boolean masks instead of four id-sized temporaries."""
+        T, E, K = self.T, self.E, self.K
+        if K == 0:
+            return x
+        beyond = x >= E
+        between = x >= T
+        between &= ~beyond
+        np.add(x, K, out=x, where=between)
+        np.subtract(x, E - T, out=x, where=beyond)
+        return x
+
 
 def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
                creation_quantile) -> GrainGraph:
@@ -35,13 +48,16 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
     public = PublicIds(T, E, K)
     waiter = np.concatenate([edges.task_waiter, _chunk_waiters(slots, nodes, edges, K, E)])
     n_waited = np.bincount(waiter[waiter >= 0], minlength=nodes.N).astype(np.int32)
+    # per grain first: it reads the internal ids, which the node table's
+    # public ids then overwrite (no copy of three node-sized columns)
+    per_grain = _own_node_aggregates(c, nodes, E + K, nodes.counter_names)
     node_table = frame({
         "type": pd.Categorical.from_codes(c["type"], categories=NODE_TYPES),
-        "grain": public(c["grain"]), "owner": public(c["owner"]),
-        "owner_seq": c["owner_seq"].astype(np.int32),
+        "grain": public.in_place(c["grain"]), "owner": public.in_place(c["owner"]),
+        "owner_seq": c["owner_seq"].astype(np.int32, copy=False),
         "thread": c["thread"], "cpu": c["cpu"],
         "start": c["start"], "end": c["end"], "duration": c["duration"],
-        "child": public(c["child"]),
+        "child": public.in_place(c["child"]),
         "join_kind": pd.Categorical.from_codes(c["join_kind"], categories=JOIN_KINDS),
         "sync_time": c["sync_time"], "n_waited": n_waited,
     })
@@ -50,7 +66,6 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
     node_table.index.name = "node"
     edge_table = frame({"src": edges.src, "dst": edges.dst,
                         "type": pd.Categorical.from_codes(edges.type, categories=EDGE_TYPES)})
-    per_grain = _own_node_aggregates(c, nodes, E + K, nodes.counter_names)
     grains, names, grain_node = _grain_table(orows, owners, chunks, slots, nodes, public,
                                              per_grain, waiter, n_waited)
     contexts = _context_table(owners, edges, public, per_grain, len(grains))
