@@ -77,3 +77,34 @@ def test_builder_with_and_without_kernels_is_the_same_graph(monkeypatch, record,
     for table in ("nodes", "edges", "grains", "contexts"):
         pd.testing.assert_frame_equal(getattr(native, table), getattr(twin, table))
     assert native.span == twin.span
+
+
+def _random_rows(rng, n, n_owners, threads):
+    """Rows of a few threads (consecutive per thread, times rising with
+    ties), every event code the trace uses and some it does not, owners
+    -1 .. n_owners-1, clips inside the time range and unlimited."""
+    from grainlab import schema as S
+    codes = np.array([c for c in range(30)] + [S.TASK_CREATE] * 5 + [S.TASK_SCHEDULE] * 5,
+                     np.uint8)
+    ev = rng.choice(codes, n)
+    thread = np.sort(rng.integers(0, threads, n))
+    first = np.ones(n, bool)
+    first[1:] = thread[1:] != thread[:-1]
+    time = np.cumsum(rng.integers(0, 4, n)).astype(np.int64)
+    task_owner = rng.integers(-1, n_owners, n).astype(np.int64)
+    other_owner = rng.integers(-1, n_owners, n).astype(np.int64)
+    clip = np.where(rng.random(n_owners) < 0.5, np.iinfo(np.int64).max,
+                    rng.integers(0, max(int(time[-1]) if n else 1, 1) + 1, n_owners))
+    return ev, first, time, task_owner, other_owner, clip.astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_compiled_running_owners_equal_numpy_twin(build, seed):
+    from grainlab.graph.events import running_segments
+    rng = np.random.default_rng(100 + seed)
+    case = _random_rows(rng, n=int(rng.integers(0, 4000)), n_owners=int(rng.integers(1, 50)),
+                        threads=int(rng.integers(1, 6)))
+    native = running_segments(*case, native=True)
+    twin = running_segments(*case, native=False)
+    for a, b in zip(native, twin):
+        assert a.dtype == b.dtype and np.array_equal(a, b)

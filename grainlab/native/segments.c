@@ -73,3 +73,44 @@ int gl_credit_segments(int64_t n, const int64_t *owner_running, const int64_t *g
   }
   return 0;
 }
+
+/* Who runs after each row, and the row's segment (grainlab/graph/events.py,
+ * running_segments). n rows in per-thread time order: ev[r] (event code),
+ * first[r] (1: the first row of its thread; rows of one thread are
+ * consecutive), time[r], task_owner[r] / other_owner[r]
+ * (owner of the row's task / other, -1: none). decides[256]: the event
+ * decides who runs after it (TASK_CREATE: the `other`, else the `task`);
+ * nobody[256]: nobody runs after it. A thread's first row decides (or runs
+ * nobody) whatever its event; other rows keep the thread's running owner.
+ * clip[E]: an owner's segments end no later than this.
+ * Out: owner_running[r] (-1: nobody); seg_end[r] = min(the thread's next
+ * row's time, or this row's at its last row; clip[owner]) and seg[r] =
+ * max(seg_end - time, 0), 0 when nobody runs. Returns 0; -2 when an owner
+ * is out of range. */
+int gl_running_segments(int64_t n, const uint8_t *ev, const uint8_t *first,
+                        const int64_t *time, const int64_t *task_owner,
+                        const int64_t *other_owner, const uint8_t *decides,
+                        const uint8_t *nobody, int64_t create_event, int64_t E,
+                        const int64_t *clip, int64_t *owner_running, int64_t *seg,
+                        int64_t *seg_end) {
+  int64_t running = -1;
+  for (int64_t r = 0; r < n; r++) {
+    uint8_t e = ev[r];
+    if (nobody[e]) {
+      running = -1;
+    } else if (decides[e]) {
+      running = e == create_event ? other_owner[r] : task_owner[r];
+    } else if (first[r]) {
+      running = -1;
+    }
+    if (running >= E) return -2;
+    owner_running[r] = running;
+    int last = r + 1 == n || first[r + 1];
+    int64_t end = last ? time[r] : time[r + 1];
+    if (running >= 0 && clip[running] < end) end = clip[running];
+    seg_end[r] = end;
+    int64_t s = end - time[r];
+    seg[r] = running < 0 || s < 0 ? 0 : s;
+  }
+  return 0;
+}
