@@ -80,7 +80,9 @@ class Slots:
 
 
 class _SlotParts:
-    """Columns of slots, added by kind, concatenated once."""
+    """Columns of slots, added by kind, concatenated once. A field one kind
+    gives one value for all its slots is kept as that value and written
+    straight into the joined column (no slot-sized array per kind)."""
     DTYPES = dict(owner=np.int64, row=np.int64, sub=np.int32, type=np.int8, recv=bool,
                   child=np.int64, jkind=np.int8, grain=np.int64, shared=np.int64,
                   start=np.int64)
@@ -92,7 +94,7 @@ class _SlotParts:
     def add(self, n, **cols):
         for f, dt in self.DTYPES.items():
             v = np.asarray(cols.get(f, self.DEFAULTS.get(f)), dtype=dt)
-            self.parts[f].append(np.full(n, v, dtype=dt) if v.ndim == 0 else v)
+            self.parts[f].append((int(n), v))
 
     def prepend(self, other: "_SlotParts") -> None:
         for f in self.parts:
@@ -101,7 +103,12 @@ class _SlotParts:
     def columns(self, consume: bool = False) -> dict:
         out = {}
         for f, p in self.parts.items():
-            out[f] = np.concatenate(p) if p else np.empty(0, self.DTYPES[f])
+            col = np.empty(sum(n for n, _ in p), self.DTYPES[f])
+            at = 0
+            for n, v in p:
+                col[at:at + n] = v
+                at += n
+            out[f] = col
             if consume:          # free each field's parts as soon as it is joined
                 self.parts[f] = []
         return out
@@ -312,8 +319,18 @@ def _chain_order(sl: dict, stride: int) -> dict:
         o = np.argsort(key)         # keys are unique: any sort will do
     else:
         o = lexsort((sl["sub"], sl["row"], sl["owner"]))
-    for f in list(sl):       # one field at a time: the unsorted copy is freed at once
-        sl[f] = sl[f][o]
+    # one field at a time, into the buffer the previous field of the same
+    # type left: one spare column per type instead of a fresh one per field
+    spare: dict = {}
+    for f in list(sl):
+        a = sl[f]
+        out = spare.pop(a.dtype.str, None)
+        if out is None:
+            out = np.empty_like(a)
+        np.take(a, o, out=out)
+        sl[f] = out
+        spare[a.dtype.str] = a
+    del spare
     sl["seq"] = cumcount(sl["owner"])
     sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
     sl["grain"][sl["shared"] >= 0] = -1
