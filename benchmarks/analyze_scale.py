@@ -81,6 +81,9 @@ def work():
     t0 = time.perf_counter()
     import grainlab
     result["import_s"] = time.perf_counter() - t0
+    # the command line's process-wide memory choices (grainlab.process_memory)
+    from grainlab import process_memory
+    process_memory.enable()
     mark("start")
     a = grainlab.analyze(path, progress=mark)
     a.report()
@@ -101,13 +104,10 @@ if profile_to:
     result["profile_top"] = out.getvalue()
 else:
     work()
-# one step per progress message, to the next one; "report" = after the last
+# one step per progress message, to the next one (from the start to the
+# first message: the analysis's set-up; the last runs to the report's end)
 for (msg, t, c, _), (nxt, t2, c2, hwm) in zip(marks[:-1], marks[1:]):
-    name = "report" if msg == "start" else msg
-    result["steps"].append([name, t2 - t, c2 - c, hwm])
-if result["steps"] and marks[0][0] == "start":
-    # the time from the start to the first message is the analysis's set-up
-    result["steps"][0][0] = "set-up"
+    result["steps"].append(["set-up" if msg == "start" else msg, t2 - t, c2 - c, hwm])
 result["peak_bytes"] = peak_bytes()
 result["seconds"] = marks[-1][1] - marks[0][1]
 result["cpu"] = marks[-1][2] - marks[0][2]
