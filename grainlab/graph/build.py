@@ -97,12 +97,7 @@ def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGr
     slots = open_slots(orows, owners, chunks, creation_quantile, lane, creation_cost)
     check()
     ids = node_ids(slots, owners.E)
-    # the edges need only which node each slot becomes: beside the node
-    # columns on the lane, else before them (then the node columns are not
-    # alive during the edges' own peak)
-    edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else \
-        make_edges(orows, owners, slots, ids)
-    check()
+    edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else None
     credit = credit_segments(orows, slots)
     # per-row segment columns are no longer needed: free them before the
     # node tables are built (peak memory at 10^7 grains)
@@ -111,8 +106,7 @@ def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGr
     nodes = make_nodes(slots, credit, orows, owners, ids)
     del credit
     check()
-    if lane:
-        edges = edges.result()
+    edges = edges.result() if lane else make_edges(orows, owners, slots, ids)
     join_weights(nodes.columns, edges.src, edges.dst)
     found = lane.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
                         dst=edges.dst) if lane else None
