@@ -21,7 +21,12 @@ second, peak GiB and peak BYTES PER GRAIN. Issue 31's targets: 1e6 <= 2 s;
 >= 1e7 <= 20 s and <= 4 GB (<= 400 B/grain). This is a benchmark, not a test:
 it never fails a build; exit 0 unless a child crashed. Wall times on a shared
 machine are noisy: the load average is printed, and cpu s beside wall s.
-Dask workers (issue 31 item 3) are not measured: one trace is not split yet.
+--workers 1,2 (default, for sizes >= 1e7): the same trace also through
+`grainlab analyze --json --workers N` (Dask LocalCluster, the trace in parts:
+its top-level regions and the serial part, docs/cluster.md) as a fresh CLI
+process, wall seconds and the peak RSS of the largest process (wait4's
+rusage; a worker's own peak counts when it is larger). `--workers ''` skips
+them, `--workers-from 1e6` measures them from a smaller size on.
 
 --shape deep-tree (issue 7, "Scale"): per size N, four traces of ~N tasks, a
 synthetic spine (`grainlab synth --shape spine --spine-length D`) and a real
@@ -239,6 +244,11 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true",
                     help="run a size even if its extrapolated peak memory exceeds "
                          "what is available")
+    ap.add_argument("--workers", default="1,2",
+                    help="Dask worker counts to run `analyze --workers N` with "
+                         "(default 1,2; '' skips)")
+    ap.add_argument("--workers-from", default="1e7",
+                    help="smallest size the workers are measured at (default 1e7)")
     ap.add_argument("--timeout", type=float, default=3600,
                     help="seconds allowed per recording / generation / measurement")
     args = ap.parse_args(argv)
@@ -300,6 +310,13 @@ def main(argv=None) -> int:
         if args.profile and res.get("profile_top"):
             print(res["profile_top"])
         prev_peak = (n, res["peak_bytes"])
+        if n >= float(args.workers_from):
+            for w in [int(x) for x in args.workers.split(",") if x.strip()]:
+                r = run_cli("analyze", trace, args.timeout, ["--workers", str(w)])
+                res.setdefault("workers", {})[w] = r
+                print(f"  {fmt_size(n)}: analyze --workers {w}: " + (
+                    r["error"] if "error" in r else
+                    f"{r['seconds']:.1f} s, peak {r['peak_bytes'] / GIB:.2f} GiB"))
     print(table(results))
     print(summary(results))
     return 1 if crashed else 0
@@ -339,6 +356,16 @@ def table(results: dict[int, dict]) -> str:
     row("peak GiB", lambda r: f"{r['peak_bytes'] / GIB:.2f}")
     row("peak bytes per grain", lambda r: f"{r['peak_bytes'] / max(r['grains'], 1):,.0f}")
     row("load average after", lambda r: f"{r['load_after']:.1f}")
+    counts = sorted({w for r in done.values() for w in r.get("workers", {})})
+    for w in counts:
+        def cell(r, w=w):
+            x = r.get("workers", {}).get(w)
+            if x is None:
+                return "-"
+            if "error" in x:
+                return "ERROR"
+            return f"{x['seconds']:.1f} s {x['peak_bytes'] / GIB:.1f} GiB"
+        row(f"analyze --workers {w} (CLI)", cell)
     return "\n".join(out)
 
 
@@ -397,13 +424,14 @@ def deep_trace(source: str, tasks: int, depth: int, cache: Path, timeout: float)
     return out
 
 
-def run_cli(command: str, path: Path, timeout: float) -> dict:
+def run_cli(command: str, path: Path, timeout: float, extra=()) -> dict:
     """Wall seconds and peak RSS of one `grainlab <command> --json` child (its
     own rusage from wait4, so no other child's peak counts)."""
     import threading
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        p = subprocess.Popen([python(), "-m", "grainlab.cli", command, "--json", str(path)],
+        p = subprocess.Popen([python(), "-m", "grainlab.cli", command, "--json", *extra,
+                              str(path)],
                              cwd=REPO, stdout=out, stderr=err)
         killer = threading.Timer(timeout, p.kill)
         killer.start()
