@@ -1,6 +1,9 @@
-"""The builder's compiled segment credit (grainlab/native/segments.c) against
-its numpy twin (grainlab.graph.slots._segment_credit_numpy), on random rows
-and chains, and the whole grain graph built with and without the kernel."""
+"""The builder's compiled kernels (grainlab/native/segments.c: the segment
+credit and the running owners) against their numpy twins
+(grainlab.graph.slots._segment_credit_numpy, grainlab.graph.events.
+_running_segments_numpy) on random rows and chains, the whole grain graph
+built with and without the kernels, and load balance against the way it
+was computed before its chains were numbered apart."""
 from __future__ import annotations
 
 import numpy as np
