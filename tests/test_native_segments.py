@@ -2,8 +2,7 @@
 credit and the running owners) against their numpy twins
 (grainlab.graph.slots._segment_credit_numpy, grainlab.graph.events.
 _running_segments_numpy) on random rows and chains, the whole grain graph
-built with and without the kernels, and load balance against the way it
-was computed before its chains were numbered apart."""
+built with and without the kernels."""
 from __future__ import annotations
 
 import numpy as np
@@ -112,51 +111,3 @@ def test_compiled_running_owners_equal_numpy_twin(build, seed):
     for a, b in zip(native, twin):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
-
-def _load_balance_reference(gr) -> np.ndarray:
-    """load_balance as it was computed before chains were numbered apart
-    (one np.unique over every grain's chain key)."""
-    from grainlab.metrics.contract import is_one_of
-    from grainlab.metrics.groups import group_max, group_median, sibling_groups
-    n = len(gr)
-    group = sibling_groups(gr, by_construct=True)
-    work = gr["work"].to_numpy(np.float64)
-    is_chunk = is_one_of(gr["kind"], "chunk")
-    thread = gr["thread"].to_numpy(np.int64)
-    chain_key = np.where(is_chunk, group * (int(thread.max()) + 2) + thread + 1,
-                         -1 - np.arange(n))
-    chain_id, first = np.unique(chain_key, return_index=True)
-    chain_of = np.searchsorted(chain_id, chain_key)
-    chain_len = np.bincount(chain_of, weights=work, minlength=len(chain_id))
-    median_chain = group_median(group[first], chain_len)
-    longest = group_max(group, work, int(group.max()) + 1)
-    num, den = longest[group], median_chain[group]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0),
-                        np.where(num > 0, np.inf, 1.0))
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_load_balance_equals_its_reference_on_random_grains(seed):
-    """Tasks and chunks mixed, groups of every size, zero work, float work
-    sums: the same values bit for bit."""
-    from grainlab.metrics import load_balance
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 3000))
-    chunk = rng.random(n) < rng.random()
-    loops = np.array(["", "0.p0.w0", "0.p0.w1", "0.p1.w0"])
-    gr = pd.DataFrame({
-        "kind": pd.Categorical(np.where(chunk, "chunk", "task"), categories=["task", "chunk"]),
-        "parent": rng.integers(0, 20, n), "join": rng.integers(-1, 30, n),
-        "codeptr": rng.integers(1, 4, n).astype(np.uint64),
-        "loop": pd.Categorical(np.where(chunk, loops[rng.integers(1, 4, n)], "")),
-        "thread": rng.integers(0, 4, n).astype(np.int32),
-        "work": (rng.integers(0, 1000, n) * (rng.random(n) < 0.9)).astype(np.int64)})
-
-    class G:
-        grains = gr.copy()
-    load_balance.compute(G)
-    expected = _load_balance_reference(gr)
-    got = G.grains[load_balance.COLUMN].to_numpy()
-    assert np.array_equal(got, expected, equal_nan=True)
-    assert got.tobytes() == expected.tobytes()
