@@ -35,6 +35,8 @@ Phases (one module each; every phase takes and returns small named structures):
   edges.make_edges        Edges   continuation, creation, synchronization,
                                   dependence (on a thread meanwhile)
   nodes.join_weights              a join weighs its resume latency
+  tables.slot_facts       SlotFacts   what the tables need of rows and slots (then
+                                      both are dropped)
   tables.make_graph       GrainGraph  public tables; identity strings on a thread
   critical_path                       the critical path, on a thread meanwhile
 "On a thread meanwhile": under OVERLAP_EVENTS events, else one after the other.
@@ -51,7 +53,7 @@ from .model import GrainGraph
 from .nodes import join_weights, make_nodes, node_ids
 from .owners import find_chunks, find_owners
 from .slots import JOIN, PROGRAM_END, REGION_END, OwnedRows, credit_segments, open_slots
-from .tables import make_graph
+from .tables import make_graph, slot_facts
 
 # Three phases need less than the one before them, and run on a second
 # thread beside it (numpy releases the GIL): the explicit tasks' slots beside
@@ -108,11 +110,14 @@ def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGr
     join_weights(nodes.columns, edges.src, edges.dst)
     found = lane.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
                         dst=edges.dst) if lane else None
-    g, identity = make_graph(trace, orows, owners, chunks, slots, nodes, edges,
-                             creation_quantile)
-    # drop the builder's scratch (rows, slots) before the critical path's
-    # own peak, when it is found here
-    del orows, rows, row_owner, other_owner, slots, nodes, edges
+    facts = slot_facts(orows, owners, chunks, slots, nodes, edges)
+    # drop the builder's largest scratch (rows, slots, which node each slot
+    # became) before the public tables are made: the build's peak memory
+    del orows, rows, row_owner, other_owner, slots, ids
+    nodes.slot_node = None
+    check()
+    g, identity = make_graph(trace, owners, chunks, nodes, edges, facts, creation_quantile)
+    del nodes, edges, facts
     annotate_critical_path(g, found.result() if found else None)
     if identity is not None:
         identity.attach(g)

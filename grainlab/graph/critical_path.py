@@ -30,9 +30,13 @@ def topological_order(start, end, is_join, released, src: np.ndarray, dst: np.nd
     released: joins that became possible when released (`end`), not when
     reached (region and program ends)."""
     n = len(start)
-    ktime = np.where(released, end, start)
-    # joins first among equal times; a stable sort keeps node id order after that
-    order = argsort(ktime.astype(np.int64) * 2 + np.where(is_join, 0, 1))
+    # joins first among equal times; a stable sort keeps node id order after
+    # that (the key made in one array: time * 2, + 1 unless a join)
+    key = np.where(released, end, start).astype(np.int64, copy=False)
+    key *= 2
+    np.add(key, 1, out=key, where=~np.asarray(is_join, bool))
+    order = argsort(key)
+    del key
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     if not len(src) or np.all(rank[src] < rank[dst]):

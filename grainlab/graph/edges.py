@@ -68,11 +68,19 @@ def make_edges(orows, owners, slots, nodes) -> Edges:
     ok = (last[dsrc] >= 0) & (first[ddst] >= 0) & (dsrc != ddst)
     add(last[dsrc][ok], first[ddst][ok], DEPENDENCE)
 
-    src, dst, kind = (np.concatenate([p[k] for p in parts]) for k in range(3))
+    # one column at a time, each part's piece freed once joined
+    src, dst, kind = (_join_column(parts, k) for k in range(3))
     if len(dsrc):   # only dependence edges can repeat an existing edge
         keep = ~pd.Series(src * nodes.N + dst).duplicated(keep="first").to_numpy()
         src, dst, kind = src[keep], dst[keep], kind[keep]
     return Edges(src=src, dst=dst, type=kind, task_waiter=task_waiter, ctx_waiter=ctx_waiter)
+
+
+def _join_column(parts: list, k: int) -> np.ndarray:
+    out = np.concatenate([p[k] for p in parts])
+    for i, p in enumerate(parts):
+        parts[i] = p[:k] + (None,) + p[k + 1:]
+    return out
 
 
 def _region_end_joins(orows, owners, slots, nodes) -> np.ndarray:

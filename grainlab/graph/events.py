@@ -94,46 +94,17 @@ def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
     time = col("time").astype(np.int64, copy=False)   # already a permuted copy
     n = len(ev)
 
-    # Who runs after each row.
+    # Who runs after each row, and each row's segment.
     task_owner = owner_of(col("task"))
     other_owner = owner_of(col("other"))
-    table = np.zeros(256, dtype=bool)
-    table[list(_RUNS_TASK + (S.TASK_CREATE,))] = True
-    decides = table[ev]
-    table = np.zeros(256, dtype=bool)
-    table[list(_RUNS_NOBODY)] = True
-    nobody = table[ev]
-    thread_start = np.ones(n, dtype=bool)
-    thread_start[1:] = thread[1:] != thread[:-1]
-    owner_row = np.where(ev == S.TASK_CREATE, other_owner, task_owner)
-    owner_row[nobody | (thread_start & ~decides)] = -1
-    marks = decides | nobody | thread_start
-    # each row's latest mark at or before it (a thread's first row is one)
-    latest = np.cumsum(marks, dtype=np.int64)
-    latest -= 1
-    owner_running = owner_row[np.flatnonzero(marks)[latest]] if n else owner_row
-    del latest
-
     if migrating:
         implicit_end_clip = _untied_end_clip(ev, time, col("kind"), other_owner,
                                              implicit_end_clip)
-    # Segment from this row to the thread's next row, clipped at the region end
-    # for implicit tasks (libomp reports workers' last barrier end late).
-    next_time = np.empty_like(time)
-    next_time[:-1] = time[1:]
-    if n:
-        next_time[-1] = time[-1]
-    last_of_thread = np.ones(n, dtype=bool)
-    last_of_thread[:-1] = thread[1:] != thread[:-1]
-    next_time[last_of_thread] = time[last_of_thread]
-    seg_end = next_time
-    # one gather: owner -1 (nobody runs) takes the appended "no clip"
-    clip = np.append(np.asarray(implicit_end_clip, dtype=np.int64),
-                     np.iinfo(np.int64).max)[owner_running]
-    seg_end = np.minimum(seg_end, clip, out=clip)
-    seg = np.subtract(seg_end, time)
-    np.maximum(seg, 0, out=seg)
-    seg[owner_running < 0] = 0
+    first = np.ones(n, dtype=bool)
+    first[1:] = thread[1:] != thread[:-1]
+    owner_running, seg, seg_end = running_segments(ev, first, time, task_owner, other_owner,
+                                                   implicit_end_clip)
+    del first
 
     counters = {}
     for name in events.columns:
@@ -151,6 +122,89 @@ def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
                 order=order, source=events, counters=counters,
                 grank=grank, owner_running=owner_running, seg=seg, seg_end=seg_end)
     return rows, task_owner, other_owner
+
+
+def running_segments(ev, first, time, task_owner, other_owner, clip, native=None):
+    """(owner running after each row (-1: nobody), its segment's length,
+    its segment's end) of rows in per-thread time order; `first`: the row is
+    its thread's first. A segment lasts to the thread's next row (a thread's
+    last row: none), clipped at clip[owner] (implicit tasks stop at their
+    region's end). The compiled kernel (grainlab/native/segments.c) when
+    built, else the numpy twin; `native` forces one (tests)."""
+    kernel = _running_kernel() if native is not False else None
+    if native and kernel is None:
+        raise RuntimeError("the compiled running-owner kernel is not built")
+    if kernel is None:
+        return _running_segments_numpy(ev, first, time, task_owner, other_owner, clip)
+    n = len(ev)
+    c64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    ev = np.ascontiguousarray(ev, dtype=np.uint8)
+    first = np.ascontiguousarray(first, dtype=np.uint8)
+    time, task_owner, other_owner = c64(time), c64(task_owner), c64(other_owner)
+    clip = c64(clip)
+    decides, nobody = (_event_table(codes).astype(np.uint8) for codes in
+                       (_RUNS_TASK + (S.TASK_CREATE,), _RUNS_NOBODY))
+    owner_running = np.empty(n, np.int64)
+    seg = np.empty(n, np.int64)
+    seg_end = np.empty(n, np.int64)
+    rc = kernel(n, ev.ctypes.data, first.ctypes.data, time.ctypes.data,
+                task_owner.ctypes.data, other_owner.ctypes.data, decides.ctypes.data,
+                nobody.ctypes.data, S.TASK_CREATE, len(clip), clip.ctypes.data,
+                owner_running.ctypes.data, seg.ctypes.data, seg_end.ctypes.data)
+    if rc != 0:
+        from ..errors import GrainlabError
+        raise GrainlabError("running owners: an owner id out of range "
+                            "(a grainlab bug: please report it with the trace)")
+    return owner_running, seg, seg_end
+
+
+def _event_table(codes) -> np.ndarray:
+    table = np.zeros(256, dtype=bool)
+    table[list(codes)] = True
+    return table
+
+
+def _running_segments_numpy(ev, first, time, task_owner, other_owner, clip):
+    """running_segments' numpy twin: marks, a forward fill by cumsum, then
+    the segments."""
+    n = len(ev)
+    decides = _event_table(_RUNS_TASK + (S.TASK_CREATE,))[ev]
+    nobody = _event_table(_RUNS_NOBODY)[ev]
+    owner_row = np.where(ev == S.TASK_CREATE, other_owner, task_owner)
+    owner_row[nobody | (first & ~decides)] = -1
+    marks = decides | nobody | first
+    # each row's latest mark at or before it (a thread's first row is one)
+    latest = np.cumsum(marks, dtype=np.int64)
+    latest -= 1
+    owner_running = owner_row[np.flatnonzero(marks)[latest]] if n else owner_row
+    del latest
+    # Segment from this row to the thread's next row, clipped at the region end
+    # for implicit tasks (libomp reports workers' last barrier end late).
+    next_time = np.empty_like(time)
+    next_time[:-1] = time[1:]
+    if n:
+        next_time[-1] = time[-1]
+    last_of_thread = np.ones(n, dtype=bool)
+    last_of_thread[:-1] = first[1:]
+    next_time[last_of_thread] = time[last_of_thread]
+    seg_end = next_time
+    # one gather: owner -1 (nobody runs) takes the appended "no clip"
+    clip = np.append(np.asarray(clip, dtype=np.int64),
+                     np.iinfo(np.int64).max)[owner_running]
+    seg_end = np.minimum(seg_end, clip, out=clip)
+    seg = np.subtract(seg_end, time)
+    np.maximum(seg, 0, out=seg)
+    seg[owner_running < 0] = 0
+    return owner_running, seg, seg_end
+
+
+def _running_kernel():
+    """gl_running_segments from the compiled kernels, or None (not built, or
+    GRAINLAB_NATIVE=0)."""
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_running_segments", [i, p, p, p, p, p, p, p, i, i, p, p, p, p])
 
 
 def _untied_end_clip(ev, time, kind, other_owner, clip) -> np.ndarray:

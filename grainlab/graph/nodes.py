@@ -57,29 +57,41 @@ def make_nodes(slots, credit, orows, owners, ids: NodeIds) -> Nodes:
     M, N, slot_node = ids.M, ids.N, ids.slot_node
     weight, start, end = _node_times(slots, credit, owners)
     fork, isj = slots.type == FORK, slots.type == JOIN
-    pos = orows.at(slots.row[chain])
+    ci = np.flatnonzero(chain)        # the own slots, in chain order: nodes 0..M-1
+    pos = orows.at(np.take(slots.row, ci))
     r = orows.rows
     c = {"type": np.empty(N, np.int8), "grain": np.empty(N, np.int64)}
     c["type"][slot_node] = slots.type
     c["grain"][slot_node] = slots.grain
 
-    def chain_column(values, fill, dtype):
+    def chain_column(values, fill, dtype, gather=True):
+        """Nodes 0..M-1 from the own slots' values (gathered straight into
+        the column when the types agree), then `fill` for the shared ones."""
         col = np.empty(N, dtype)      # written once: own nodes, then the shared ones
-        col[:M] = values
+        if not gather:
+            col[:M] = values
+        elif values.dtype == col.dtype:
+            np.take(values, ci, out=col[:M])
+        else:
+            col[:M] = values[ci]
         col[M:] = fill
         return col
-    c["owner"] = chain_column(slots.owner[chain], -1, np.int64)
-    c["owner_seq"] = chain_column(slots.seq[chain], -1, np.int64)
-    c["thread"] = chain_column(r.thread[pos], -1, np.int32)
-    c["cpu"] = chain_column(r.take("cpu", pos), -1, np.int32)
+    c["owner"] = chain_column(slots.owner, -1, np.int64)
+    c["owner_seq"] = chain_column(slots.seq, -1, np.int32)   # the table's type
+    c["thread"] = chain_column(r.thread[pos], -1, np.int32, gather=False)
+    c["cpu"] = chain_column(r.take("cpu", pos), -1, np.int32, gather=False)
+    del pos
     c["child"] = np.full(N, -1, np.int64)
     c["child"][slot_node[fork]] = slots.child[fork]
     c["join_kind"] = np.full(N, -1, np.int8)
     c["join_kind"][slot_node[isj]] = slots.jkind[isj]
-    c["start"] = chain_column(start[chain], 0, np.int64)
-    c["end"] = chain_column(end[chain], 0, np.int64)
-    c["duration"] = chain_column(weight[chain], 0, np.int64)
-    c["sync_time"] = chain_column(np.where(isj[chain], credit.own[chain], 0), 0, np.int64)
+    c["start"] = chain_column(start, 0, np.int64)
+    c["end"] = chain_column(end, 0, np.int64)
+    c["duration"] = chain_column(weight, 0, np.int64)
+    del weight
+    # a join's own time inside it; 0 for every other node
+    c["sync_time"] = chain_column(credit.own, 0, np.int64)
+    c["sync_time"][:M] *= np.take(isj, ci)
     c["arrive"] = c["start"].copy()
     if N > M:
         _merge_team_barriers(c, slot_node[~chain], start[~chain], end[~chain], credit.own[~chain])
@@ -125,7 +137,9 @@ def _node_times(slots, credit, owners):
     # report the last barrier's end only when the next region starts)
     limit = owners.clip[slots.owner]
     start = np.minimum(slots.start, limit)
-    end = np.minimum(np.maximum(start, credit.last_end), np.maximum(limit, start))
+    end = np.maximum(start, credit.last_end)
+    np.minimum(end, np.maximum(limit, start, out=limit), out=end)
+    del limit
     end[fork] = start[fork] + weight[fork]
     return weight, start, end
 

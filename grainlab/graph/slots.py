@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
+from ..errors import GrainlabError
 from .columns import (cumcount, first_after, first_per_key, group_starts, isin_small, lexsort,
                       last_at_or_before, pack, sorted_keys)
 from .events import counter_deltas
@@ -79,7 +80,9 @@ class Slots:
 
 
 class _SlotParts:
-    """Columns of slots, added by kind, concatenated once."""
+    """Columns of slots, added by kind, concatenated once. A field one kind
+    gives one value for all its slots is kept as that value and written
+    straight into the joined column (no slot-sized array per kind)."""
     DTYPES = dict(owner=np.int64, row=np.int64, sub=np.int32, type=np.int8, recv=bool,
                   child=np.int64, jkind=np.int8, grain=np.int64, shared=np.int64,
                   start=np.int64)
@@ -91,7 +94,7 @@ class _SlotParts:
     def add(self, n, **cols):
         for f, dt in self.DTYPES.items():
             v = np.asarray(cols.get(f, self.DEFAULTS.get(f)), dtype=dt)
-            self.parts[f].append(np.full(n, v, dtype=dt) if v.ndim == 0 else v)
+            self.parts[f].append((int(n), v))
 
     def prepend(self, other: "_SlotParts") -> None:
         for f in self.parts:
@@ -100,7 +103,12 @@ class _SlotParts:
     def columns(self, consume: bool = False) -> dict:
         out = {}
         for f, p in self.parts.items():
-            out[f] = np.concatenate(p) if p else np.empty(0, self.DTYPES[f])
+            col = np.empty(sum(n for n, _ in p), self.DTYPES[f])
+            at = 0
+            for n, v in p:
+                col[at:at + n] = v
+                at += n
+            out[f] = col
             if consume:          # free each field's parts as soon as it is joined
                 self.parts[f] = []
         return out
@@ -311,8 +319,18 @@ def _chain_order(sl: dict, stride: int) -> dict:
         o = np.argsort(key)         # keys are unique: any sort will do
     else:
         o = lexsort((sl["sub"], sl["row"], sl["owner"]))
-    for f in list(sl):       # one field at a time: the unsorted copy is freed at once
-        sl[f] = sl[f][o]
+    # one field at a time, into the buffer the previous field of the same
+    # type left: one spare column per type instead of a fresh one per field
+    spare: dict = {}
+    for f in list(sl):
+        a = sl[f]
+        out = spare.pop(a.dtype.str, None)
+        if out is None:
+            out = np.empty_like(a)
+        np.take(a, o, out=out)
+        sl[f] = out
+        spare[a.dtype.str] = a
+    del spare
     sl["seq"] = cumcount(sl["owner"])
     sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
     sl["grain"][sl["shared"] >= 0] = -1
@@ -330,17 +348,86 @@ class Credit:
 
 def credit_segments(orows: OwnedRows, slots: Slots) -> Credit:
     """Every segment goes to its running owner's latest receiving slot."""
-    r, stride = orows.rows, orows.stride
-    recv = np.flatnonzero(slots.recv)
-    rkey, recv = sorted_keys(pack(slots.owner[recv], slots.row[recv], stride), recv)
-    rows = np.flatnonzero((r.owner_running >= 0) & (r.seg > 0))
-    i = last_at_or_before(rkey, r.owner_running[rows], r.grank[rows], stride)
+    r = orows.rows
+    grank = r.grank if isinstance(r.grank, np.ndarray) else None
+    slot_of_row, own, last_end = segment_credit(r.owner_running, grank, r.seg, r.seg_end,
+                                                slots.owner, slots.row, slots.recv)
+    deltas = counter_deltas(r)
+    counters = {}
+    if deltas:
+        rows = np.flatnonzero(slot_of_row >= 0)
+        slot = slot_of_row[rows]
+        counters = {name: np.bincount(slot, weights=d[rows], minlength=len(slots.owner))
+                    for name, d in deltas.items()}
+    return Credit(own=own, last_end=last_end, counters=counters)
+
+
+def segment_credit(owner_running, grank, seg, seg_end, slot_owner, slot_row, recv,
+                   native: bool | None = None):
+    """(slot of each row, own time per slot, last segment end per slot): each
+    row's segment (seg > 0, owner_running >= 0) goes to the last receiving
+    slot (`recv`) of its owner opened at or before the row (slot_row <=
+    grank[row]; grank None: the row's position); -1 where there is none.
+    Slots are in chain order (sorted by owner, then row). The compiled kernel
+    (grainlab/native/segments.c) when built, else the numpy twin; `native`
+    forces one (tests)."""
+    n, ns = len(owner_running), len(slot_owner)
+    kernel = _credit_kernel() if native is not False else None
+    if native and kernel is None:
+        raise RuntimeError("the compiled credit kernel is not built")
+    if kernel is None:
+        return _segment_credit_numpy(owner_running, grank, seg, seg_end, slot_owner,
+                                     slot_row, recv)
+    E = int(max(int(slot_owner.max()) if ns else -1,
+                int(owner_running.max()) if n else -1)) + 1
+    rs = np.flatnonzero(recv)
+    rown = slot_owner[rs]
+    bounds = np.searchsorted(rown, np.arange(E + 1))
+    c64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    owner_running, seg, seg_end = c64(owner_running), c64(seg), c64(seg_end)
+    grank = None if grank is None else c64(grank)
+    rrow = c64(slot_row[rs])
+    slot_of_row = np.empty(n, np.int64)
+    own = np.zeros(ns, np.int64)
+    last_end = np.zeros(ns, np.int64)
+    cursor = np.empty(max(E, 1), np.int64)
+    rc = kernel(n, owner_running.ctypes.data, None if grank is None else grank.ctypes.data,
+                seg.ctypes.data, seg_end.ctypes.data, E, bounds[:-1].ctypes.data,
+                bounds[1:].ctypes.data, rrow.ctypes.data, rs.ctypes.data, ns,
+                slot_of_row.ctypes.data, own.ctypes.data, last_end.ctypes.data,
+                cursor.ctypes.data)
+    if rc != 0:
+        raise GrainlabError("segment credit: an owner or slot id out of range "
+                            "(a grainlab bug: please report it with the trace)")
+    return slot_of_row, own, last_end
+
+
+def _segment_credit_numpy(owner_running, grank, seg, seg_end, slot_owner, slot_row, recv):
+    """segment_credit's numpy twin: one sort of packed (owner, row) keys, one
+    searchsorted per row."""
+    n, ns = len(owner_running), len(slot_owner)
+    stride = n + 2 if grank is None else max(n, int(grank.max()) + 1 if n else 0) + 2
+    if ns:
+        stride = max(stride, int(slot_row.max()) + 2)
+    recv = np.flatnonzero(recv)
+    rkey, recv = sorted_keys(pack(slot_owner[recv], slot_row[recv], stride), recv)
+    rows = np.flatnonzero((owner_running >= 0) & (seg > 0))
+    g = rows if grank is None else grank[rows]
+    i = last_at_or_before(rkey, owner_running[rows], g, stride)
     ok = i >= 0
     slot, rows = recv[i[ok]], rows[ok]
-    ns = len(slots.owner)
-    own = np.bincount(slot, weights=r.seg[rows], minlength=ns).astype(np.int64)
+    slot_of_row = np.full(n, -1, np.int64)
+    slot_of_row[rows] = slot
+    own = np.bincount(slot, weights=seg[rows], minlength=ns).astype(np.int64)
     last_end = np.zeros(ns, dtype=np.int64)
-    np.maximum.at(last_end, slot, r.seg_end[rows])
-    counters = {name: np.bincount(slot, weights=d[rows], minlength=ns)
-                for name, d in counter_deltas(r).items()}
-    return Credit(own=own, last_end=last_end, counters=counters)
+    np.maximum.at(last_end, slot, seg_end[rows])
+    return slot_of_row, own, last_end
+
+
+def _credit_kernel():
+    """gl_credit_segments from the compiled kernels, or None (not built, or
+    GRAINLAB_NATIVE=0)."""
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_credit_segments", [i, p, p, p, p, i, p, p, p, p, i, p, p, p, p])

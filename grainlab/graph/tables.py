@@ -3,6 +3,8 @@ ids (owners 0..E-1, chunks E..E+K-1) become public ids: grains (tasks, then
 chunks) 0..G-1, then contexts G..G+C-1."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -28,20 +30,52 @@ class PublicIds:
             return x
         return x + K * ((x >= T) & (x < E)) - (E - T) * (x >= E)
 
+    def in_place(self, x: np.ndarray) -> np.ndarray:
+        """The same ids, written over `x` (an int64 scratch array the caller
+        gives up): two boolean masks instead of four id-sized temporaries."""
+        T, E, K = self.T, self.E, self.K
+        if K == 0:
+            return x
+        beyond = x >= E
+        between = x >= T
+        between &= ~beyond
+        np.add(x, K, out=x, where=between)
+        np.subtract(x, E - T, out=x, where=beyond)
+        return x
 
-def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
+
+class SlotFacts(NamedTuple):
+    """What the public tables need of the rows and slots, taken before the
+    build drops them: the tables are made without the builder's largest
+    scratch alive (the build's peak memory)."""
+    waiter: np.ndarray       # per internal grain (tasks, then chunks): its waiter join node
+    loop: dict               # _loop_columns
+    estimate: int            # the creation cost estimate (ns)
+
+
+def slot_facts(orows, owners, chunks, slots, nodes, edges) -> SlotFacts:
+    K, E = chunks.K, owners.E
+    waiter = np.concatenate([edges.task_waiter, _chunk_waiters(slots, nodes, edges, K, E)])
+    return SlotFacts(waiter=waiter, loop=_loop_columns(orows, owners, chunks, slots, nodes),
+                     estimate=slots.forks.estimate)
+
+
+def make_graph(trace, owners, chunks, nodes, edges, facts: SlotFacts,
                creation_quantile) -> GrainGraph:
     c, T, K, E = nodes.columns, owners.T, chunks.K, owners.E
     public = PublicIds(T, E, K)
-    waiter = np.concatenate([edges.task_waiter, _chunk_waiters(slots, nodes, edges, K, E)])
+    waiter = facts.waiter
     n_waited = np.bincount(waiter[waiter >= 0], minlength=nodes.N).astype(np.int32)
+    # per grain first: it reads the internal ids, which the node table's
+    # public ids then overwrite (no copy of three node-sized columns)
+    per_grain = _own_node_aggregates(c, nodes, E + K, nodes.counter_names)
     node_table = frame({
         "type": pd.Categorical.from_codes(c["type"], categories=NODE_TYPES),
-        "grain": public(c["grain"]), "owner": public(c["owner"]),
-        "owner_seq": c["owner_seq"].astype(np.int32),
+        "grain": public.in_place(c["grain"]), "owner": public.in_place(c["owner"]),
+        "owner_seq": c["owner_seq"].astype(np.int32, copy=False),
         "thread": c["thread"], "cpu": c["cpu"],
         "start": c["start"], "end": c["end"], "duration": c["duration"],
-        "child": public(c["child"]),
+        "child": public.in_place(c["child"]),
         "join_kind": pd.Categorical.from_codes(c["join_kind"], categories=JOIN_KINDS),
         "sync_time": c["sync_time"], "n_waited": n_waited,
     })
@@ -50,9 +84,8 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
     node_table.index.name = "node"
     edge_table = frame({"src": edges.src, "dst": edges.dst,
                         "type": pd.Categorical.from_codes(edges.type, categories=EDGE_TYPES)})
-    per_grain = _own_node_aggregates(c, nodes, E + K, nodes.counter_names)
-    grains, names, grain_node = _grain_table(orows, owners, chunks, slots, nodes, public,
-                                             per_grain, waiter, n_waited)
+    grains, names, grain_node = _grain_table(owners, chunks, nodes, public, per_grain, waiter,
+                                             n_waited, facts.loop)
     contexts = _context_table(owners, edges, public, per_grain, len(grains))
     # identity strings: a column only while they are short and few
     # (grainlab.tables.identity.as_column), else made on demand (g.identities).
@@ -61,7 +94,7 @@ def make_graph(trace, orows, owners, chunks, slots, nodes, edges,
     both = np.concatenate([grain_node, owners.ctx["node"].to_numpy(np.int64)])
     identity = IdentityColumns(names, both, len(grains)) if as_column(names, both) else None
     meta = dict(trace.meta)
-    meta.update({"creation_cost_estimate_ns": slots.forks.estimate,
+    meta.update({"creation_cost_estimate_ns": facts.estimate,
                  "creation_quantile": creation_quantile,
                  "trace_path": str(getattr(trace, "path", ""))})
     g = GrainGraph(nodes=node_table, edges=edge_table, grains=grains, contexts=contexts,
@@ -139,7 +172,7 @@ def _own_node_aggregates(c, nodes, size, counter_names) -> dict:
     return out
 
 
-def _grain_table(orows, owners, chunks, slots, nodes, public, per_grain, waiter, n_waited):
+def _grain_table(owners, chunks, nodes, public, per_grain, waiter, n_waited, loop):
     T, K, E = owners.T, chunks.K, owners.E
     G = T + K
     c, ex = nodes.columns, owners.explicit
@@ -154,7 +187,6 @@ def _grain_table(orows, owners, chunks, slots, nodes, public, per_grain, waiter,
     codeptr[:T] = ex["codeptr"].to_numpy(np.uint64)
     grain_node = np.full(G, -1, np.int64)
     grain_node[:T] = ex["node"].to_numpy(np.int64)
-    loop = _loop_columns(orows, owners, chunks, slots, nodes)
     names = owners.names
     if K:
         codeptr[T:] = loop["codeptr"]

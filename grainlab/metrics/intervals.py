@@ -19,10 +19,21 @@ def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray):
     # running maximum of end within each group: offset groups so that one
     # cumulative maximum over the whole array never crosses a group boundary
     span = int(end.max() - start.min()) + 1
-    g_rank = np.r_[0, np.cumsum(group[1:] != group[:-1])]
-    shift = g_rank.astype(np.int64) * span - int(start.min())
-    run_end = np.maximum.accumulate(end + shift) - shift
-    new = np.r_[True, (group[1:] != group[:-1]) | (start[1:] > run_end[:-1])]
+    changes = group[1:] != group[:-1]
+    # shift = group rank * span - min start, made in one array (in place)
+    shift = np.zeros(len(start), np.int64)
+    np.cumsum(changes, out=shift[1:])
+    shift *= span
+    shift -= int(start.min())
+    run_end = end + shift
+    np.maximum.accumulate(run_end, out=run_end)
+    run_end -= shift
+    del shift
+    new = np.empty(len(start), bool)
+    new[0] = True
+    np.greater(start[1:], run_end[:-1], out=new[1:])
+    new[1:] |= changes
+    del changes
     first = np.flatnonzero(new)
     last = np.r_[first[1:] - 1, len(start) - 1]
     return group[first], start[first], run_end[last]

@@ -32,14 +32,23 @@ def compute(g) -> None:
     n_groups = int(group.max()) + 1
     work = gr["work"].to_numpy(np.float64)
     is_chunk = is_one_of(gr["kind"], "chunk")
-    # chains: a task alone; the chunks of one loop instance run by one thread
-    thread = gr["thread"].to_numpy(np.int64)
-    chain_key = np.where(is_chunk, group * (int(thread.max()) + 2) + thread + 1,
-                         -1 - np.arange(n))
-    chain_id, first = np.unique(chain_key, return_inverse=False, return_index=True)[0:2]
-    chain_of = np.searchsorted(chain_id, chain_key)
-    chain_len = np.bincount(chain_of, weights=work, minlength=len(chain_id))
-    chain_group = group[first]
+    # chains: a task alone; the chunks of one loop instance run by one thread.
+    # Only chunks need grouping (one sort of the chunks' keys, not of every
+    # grain's): a task's chain is numbered after the chunk chains, in grain order.
+    chain_of = np.empty(n, np.int64)
+    chunks = np.flatnonzero(is_chunk)
+    tasks = np.flatnonzero(~is_chunk)
+    n_chunk_chains = 0
+    if len(chunks):
+        thread = gr["thread"].to_numpy(np.int64)[chunks]
+        key = group[chunks] * (int(thread.max()) + 2) + thread + 1
+        chain_id, chain_of[chunks] = np.unique(key, return_inverse=True)
+        n_chunk_chains = len(chain_id)
+    chain_of[tasks] = n_chunk_chains + np.arange(len(tasks))
+    n_chains = n_chunk_chains + len(tasks)
+    chain_len = np.bincount(chain_of, weights=work, minlength=n_chains)
+    chain_group = np.empty(n_chains, np.int64)
+    chain_group[chain_of] = group        # every grain of a chain is in its group
     median_chain = group_median(chain_group, chain_len)
     longest = group_max(group, work, n_groups)
     num, den = longest[group], median_chain[group]
