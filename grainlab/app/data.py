@@ -11,6 +11,7 @@ from ..export.drawing import GrainLayout
 from ..metrics.contract import is_one_of
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
+from .threads_figure import ThreadTimeline
 
 LOCATION_VIEW = "location"      # the "by source location" view
 NO_PROBLEM = "none"
@@ -60,6 +61,10 @@ class AppData:
         self.overhead = self._overhead(g)
         run = self.segments[self.segments["row"] >= 0].groupby("row")
         self.thread_span = pd.DataFrame({"start": run["start"].min(), "end": run["end"].max()})
+        ends = [int(seg["end"].max()) if len(seg) else 0,
+                int(self.overhead["end"].max()) if len(self.overhead) else 0]
+        self.timeline = ThreadTimeline(self.segments, self.overhead, len(self.thread_rows),
+                                       0, max(ends))
         step("data locality")
         self.krd_runs, self.krd_note = self._krd(a, comparison)
 

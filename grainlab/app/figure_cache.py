@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-import numpy as np
 
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
-from .figures import classes, gantt_under, segment_figure
+from .figures import classes, segment_figure
 from .graph_figure import dag_figure
+from .threads_figure import selection_shapes, threads_figure
 
 KEEP = 32
 
@@ -47,6 +47,8 @@ class FigureCache:
         gid = state.get("grain")
         if gid is not None and which == "graph":
             fig = _with_selection(fig, self.data, gid)
+        elif gid is not None and which == "threads":
+            fig = _with_thread_selection(fig, self.data, gid)
         elif gid is not None and which == "dag":
             fig = _with_dag_selection(fig, drawing, gid)
         return fig, level, count
@@ -89,20 +91,20 @@ class FigureCache:
                 title="Grain graph: time flows down, children beside their parent",
                 pos_title="task tree (pre-order: a task's children to its right)")
         else:
-            seg = data.segments[data.segments["row"] >= 0]
-            width = float(np.clip(420 / max(len(data.thread_rows), 1), 6, 40))
-            ts = data.thread_span
-            under = gantt_under(ts.index.to_numpy(np.float64), ts["start"].to_numpy(np.float64),
-                                ts["end"].to_numpy(np.float64), data.overhead, width, zoom)
-            fig, level = segment_figure(
-                seg, "row", cls, data.critical, vertical=False, window=zoom,
-                hover_labels=data.hover, width=width, under=under,
-                title="Threads (Gantt): grains coloured as on the graph; "
-                      "dark: runtime, light blue: idle",
-                pos_title="thread")
-            fig.update_yaxes(tickvals=list(data.thread_rows.values()),
-                             ticktext=[f"thread {t}" for t in data.thread_rows])
+            fig, level = threads_figure(
+                data.timeline, cls, data.critical, list(data.thread_rows), window=zoom,
+                hover_labels=data.hover,
+                title="Threads: work (as on the graph), runtime, idle; drag to zoom in time")
         return fig.to_dict(), level, count, None
+
+
+def _with_thread_selection(fig: dict, data: AppData, gid: int) -> dict:
+    crit = len(data.thread_rows) if data.critical[gid] else None
+    shapes = selection_shapes(data.timeline, gid, crit)
+    if not shapes:
+        return fig
+    layout = {**fig["layout"], "shapes": [*fig["layout"].get("shapes", ()), *shapes]}
+    return {**fig, "layout": layout}
 
 
 def _with_dag_selection(fig: dict, d, gid: int) -> dict:

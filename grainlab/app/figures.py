@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..export.palette import (CLASS_COLORS, CLASS_NAMES, CRITICAL, EDGE, IDLE, RUNTIME,
-                              severity_class)
+from ..export.palette import CLASS_COLORS, CLASS_NAMES, CRITICAL, EDGE, severity_class
 
 DETAIL_LIMIT = 8_000        # segments drawn one by one at most ("a few thousand grains")
 EDGE_LIMIT = 3_000          # grains below which creation/sync edges are drawn
@@ -210,32 +209,6 @@ def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 5_000) 
     return df.groupby(bucket).agg(agg).reset_index(drop=True)
 
 
-
-
-def gantt_under(rows: np.ndarray, t0: np.ndarray, t1: np.ndarray, overhead: pd.DataFrame,
-                width: float, window=None) -> list:
-    """The threads view's layers beneath the grains: per thread an idle track
-    over its whole run (what shows through is time nothing ran) and the
-    runtime's own time (creations, book-keeping, waiting in taskwaits and
-    taskgroups: what shows through is where no grain ran inside them)."""
-    out = []
-    if len(rows):
-        x, y, _ = _lines(rows, t0, t1, np.zeros(len(rows), np.int64), vertical=False)
-        out.append(go.Scattergl(x=x, y=y, mode="lines", name="idle (nothing ran)",
-                                hoverinfo="skip", line=dict(color=IDLE, width=width)))
-    ov = overhead
-    if window is not None and len(ov):
-        p0, p1, a, b = window
-        r, s0, s1 = (ov[c].to_numpy() for c in ("row", "start", "end"))
-        ov = ov[(r >= p0 - 1) & (r <= p1 + 1) & (s1 >= a * MS) & (s0 <= b * MS)]
-    if len(ov) and len(ov) <= 4 * DETAIL_LIMIT:
-        x, y, _ = _lines(ov["row"].to_numpy(np.float64), ov["start"].to_numpy(np.float64),
-                         ov["end"].to_numpy(np.float64), np.zeros(len(ov), np.int64),
-                         vertical=False)
-        out.append(go.Scattergl(x=x, y=y, mode="lines", hoverinfo="skip",
-                                name="runtime (create, book-keeping, taskwait)",
-                                line=dict(color=RUNTIME, width=width * 0.6)))
-    return out
 
 
 # -- data locality (docs/locality.md) ---------------------------------------------------

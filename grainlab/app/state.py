@@ -232,7 +232,11 @@ def _zoom(relayout: dict, old, vertical: bool):
         return None if relayout.get("xaxis.autorange") else old
     try:
         x0, x1 = float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
-        y0, y1 = float(relayout["yaxis.range[0]"]), float(relayout["yaxis.range[1]"])
+        if not vertical and "yaxis.range[0]" not in relayout:
+            # the threads view zooms in time only (every thread stays shown)
+            y0, y1 = (old[0], old[1]) if old else (-0.5, 0.5)
+        else:
+            y0, y1 = float(relayout["yaxis.range[0]"]), float(relayout["yaxis.range[1]"])
     except (KeyError, TypeError, ValueError):
         return old
     lo_y, hi_y = sorted((y0, y1))
