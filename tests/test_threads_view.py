@@ -1,0 +1,124 @@
+"""The threads view as a picture: every thread a full-height track whose busy
+time is drawn, at 20k grains (sort) and at 10^6 (a synthetic trace), read off
+the screenshot's pixels in headless Chromium; and the split of each thread's
+time into work / runtime / idle (no instant in two states)."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import grainlab
+from test_serve import Server, _browser, shot, wait_for
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from _browser()
+
+
+def _states(tl, row):
+    """(start, end, state) of one thread row, sorted."""
+    parts = [(tl.w_start[tl.w_row == row], tl.w_end[tl.w_row == row], 2),
+             (tl.rt_start[tl.rt_row == row], tl.rt_end[tl.rt_row == row], 1),
+             (tl.idle_start[tl.idle_row == row], tl.idle_end[tl.idle_row == row], 0)]
+    s = np.concatenate([p[0] for p in parts])
+    e = np.concatenate([p[1] for p in parts])
+    o = np.argsort(s, kind="stable")
+    return s[o], e[o]
+
+
+def test_timeline_states_partition_each_thread():
+    from grainlab.app.threads_figure import ThreadTimeline
+    # thread 0: a grain inside a taskwait (runtime) and one after; thread 1: nothing
+    work = pd.DataFrame({"row": [0, 0], "start": [20, 60], "end": [30, 70], "owner": [0, 1]})
+    runtime = pd.DataFrame({"row": [0], "start": [10], "end": [50]})
+    tl = ThreadTimeline(work, runtime, 2, 0, 100)
+    assert list(zip(tl.rt_start, tl.rt_end)) == [(10, 20), (30, 50)]
+    assert sorted(zip(tl.idle_row, tl.idle_start, tl.idle_end)) == \
+        [(0, 0, 10), (0, 50, 60), (0, 70, 100), (1, 0, 100)]
+    for row in (0, 1):
+        s, e = _states(tl, row)
+        assert s[0] == 0 and e[-1] == 100 and (s[1:] == e[:-1]).all()   # tiles, no overlap
+
+
+def _check_tracks(d, url, tl, name):
+    """Every thread's track >= 20 px tall and >= 90% of its busy time on
+    pixels drawn in a work colour (the screenshot, read with PIL)."""
+    from PIL import Image
+    from grainlab.app.threads_figure import CRIT_CODE, WORK_BASE, code_colors
+    d.get(url + "?view=threads")
+    geo = wait_for(lambda: d.execute_script("""
+        const gd = document.querySelector('#threads-fig .js-plotly-plot');
+        if (!gd || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.data
+            || !gd.data.length || gd.data[0].type !== 'heatmap') return null;
+        const L = gd._fullLayout, r = gd.getBoundingClientRect();
+        return {left: r.left + L.xaxis._offset, width: L.xaxis._length, x0: L.xaxis.range[0],
+                x1: L.xaxis.range[1], top: r.top + L.yaxis._offset, height: L.yaxis._length,
+                y0: L.yaxis.range[0], y1: L.yaxis.range[1], dpr: window.devicePixelRatio};
+        """), what="the threads figure")
+    shot(d, name)
+    img = np.asarray(Image.open(io.BytesIO(d.get_screenshot_as_png())).convert("RGB"),
+                     np.int64)
+    dpr = geo["dpr"]
+    rows = tl.n_rows + 1
+    track = geo["height"] / rows
+    assert track >= 20, f"tracks {track:.1f} px tall"
+    colors = code_colors()
+    work = np.array([[int(colors[k][i:i + 2], 16) for i in (1, 3, 5)]
+                     for k in colors if WORK_BASE - 1 <= k < CRIT_CODE], np.int64)
+    px = int(geo["width"])
+    edges = geo["x0"] + (geo["x1"] - geo["x0"]) * np.arange(px + 1) / px   # ms
+    for row in range(tl.n_rows):
+        # the row's centre line, in the screenshot's pixels
+        y = geo["top"] + (row + 0.5) * track       # y axis reversed: row 0 on top
+        line = img[int(y * dpr), [int((geo["left"] + i + 0.5) * dpr) for i in range(px)]]
+        drawn = (np.abs(line[:, None, :] - work[None, :, :]).sum(axis=2) <= 12).any(axis=1)
+        m = tl.w_row == row
+        s, e = tl.w_start[m] / 1e6, tl.w_end[m] / 1e6
+        # busy time per pixel column: each fragment spread over the columns it covers
+        busy = np.zeros(px)
+        a, b = s, e
+        lo = np.clip(np.searchsorted(edges, a, side="right") - 1, 0, px - 1)
+        hi = np.clip(np.searchsorted(edges, b, side="left") - 1, 0, px - 1)
+        one = lo == hi
+        np.add.at(busy, lo[one], (b - a)[one])
+        for i in np.flatnonzero(~one):   # few: fragments longer than a pixel
+            busy[lo[i]] += edges[lo[i] + 1] - a[i]
+            busy[hi[i]] += b[i] - edges[hi[i]]
+            busy[lo[i] + 1:hi[i]] += edges[1] - edges[0]
+        total = busy.sum()
+        assert total > 0
+        covered = busy[drawn].sum() / total
+        assert covered >= 0.9, f"thread row {row}: {covered:.1%} of its busy time drawn"
+
+
+def _timeline(path):
+    import grainlab as gl
+    from grainlab.app.data import AppData
+    return AppData(gl.analyze(str(path))).timeline
+
+
+def test_threads_tracks_sort_20k(browser, record):
+    t = record("sort", 1048576, threads=2)
+    s = Server(t.path)
+    try:
+        _check_tracks(browser, s.url, _timeline(t.path), "threads-sort")
+    finally:
+        s.stop()
+
+
+def test_threads_tracks_1e6_grains(browser, tmp_path):
+    trace = tmp_path / "fj1m.parquet"
+    r = grainlab("synth", "--shape", "fork-join", "--grains", 1_000_000, "--threads", 4,
+                 "--jitter", 0.5, "-o", trace, "-q")
+    assert r.returncode == 0, r.stderr
+    s = Server(trace)
+    try:
+        _check_tracks(browser, s.url, _timeline(trace), "threads-1e6")
+    finally:
+        s.stop()
