@@ -122,3 +122,50 @@ def test_threads_tracks_1e6_grains(browser, tmp_path):
         _check_tracks(browser, s.url, _timeline(trace), "threads-1e6")
     finally:
         s.stop()
+
+
+# -- the details panel ----------------------------------------------------------------
+
+def _texts(component) -> list:
+    """Every string inside a Dash component tree."""
+    out = []
+    def walk(c):
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, (list, tuple)):
+            for x in c:
+                walk(x)
+        elif c is not None and hasattr(c, "children"):
+            walk(c.children)
+    walk(component)
+    return out
+
+
+def test_details_units_hex_problems_first(record):
+    import grainlab as gl
+    from grainlab.app.data import AppData
+    from grainlab.app.views.details import _details
+    t = record("fib", 16, 5, threads=2)
+    data = AppData(gl.analyze(t.path))
+    pb = data.grains["parallel_benefit"].to_numpy()
+    gid = int(np.flatnonzero(pb < data.thresholds["parallel_benefit"])[0])   # has a problem
+    parts = _details(data, gid)
+    ids = [getattr(p, "id", None) for p in parts]
+    problems = parts[ids.index("details-problems")]
+    # the problems come before the source and the other fields
+    assert ids.index("details-problems") < ids.index("details-fields")
+    rows = problems.children[1:]
+    marks = [r.children[0].children for r in rows]
+    assert marks[0].startswith("✗") and "Parallel benefit" in _texts(rows[0])
+    assert sorted(marks, key=lambda m: not m.startswith("✗")) == marks   # fails first
+    assert all("problem if" in _texts(r)[-1] for r in rows)
+    fields = {r.children[0].children: r.children[1].children
+              for r in parts[ids.index("details-fields")].children}
+    assert fields["codeptr"].startswith("0x")
+    assert fields["Work"].endswith(("ns", "us", "ms", " s"))
+    assert fields["start"].endswith("since the start")
+    # a task has no loop fields (they would all be -1)
+    assert not {"loop", "first iteration", "iterations", "loop thread"} & set(fields)
+    assert "-1" not in fields.values()
+    frag_rows = parts[-1].children[1:]
+    assert all(r.children[4].children.endswith(("ns", "us", "ms", " s")) for r in frag_rows)
