@@ -169,3 +169,19 @@ def test_details_units_hex_problems_first(record):
     assert "-1" not in fields.values()
     frag_rows = parts[-1].children[1:]
     assert all(r.children[4].children.endswith(("ns", "us", "ms", " s")) for r in frag_rows)
+
+
+def test_default_problem_is_the_worst_the_trace_has(record):
+    """imbalance plants a load-balance problem: the app opens on it, not on
+    parallel benefit; fib's worst is parallel benefit."""
+    import grainlab as gl
+    from grainlab.app.data import AppData
+    from grainlab.app.state import default_problem, format_state, parse_state
+    imb = AppData(gl.analyze(record("imbalance", threads=2).path))
+    assert default_problem(imb) == "load_balance"
+    st = parse_state("", imb)
+    assert st["problem"] == "load_balance"
+    # a link names its problem, so another default cannot change what it shows
+    assert "problem=load_balance" in format_state(st)
+    st["problem"] = "parallel_benefit"
+    assert parse_state(format_state(st), imb)["problem"] == "parallel_benefit"

@@ -44,6 +44,7 @@ class AppData:
         self.critical[:self.n_grains] = self.grains["on_critical_path"].to_numpy(bool)
         self.thresholds = a.resolved_thresholds
         self.problems = [m for m in P.RULES if m in self.grains.columns]
+        self.worst_problem = self._worst_problem()
         self.locations = a.locations.to_numpy().astype(str)
         self.by_location = a.by_location()
         self.hover = self._hover_labels(g)
@@ -82,6 +83,19 @@ class AppData:
                 if an is a:
                     return {}, str(e).split(": ", 1)[-1]
         return runs, ""
+
+    def _worst_problem(self):
+        """The problem whose flagged grains hold the most work (ties: the most
+        grains), the view a trace opens on; None when no grain has any."""
+        gr = self.grains
+        work = gr["work"].to_numpy(np.float64) if "work" in gr else np.ones(len(gr))
+        best, score = None, (0.0, 0)
+        for m in self.problems:
+            hit = P.flagged(gr, m, self.thresholds)
+            s = (float(work[hit].sum()), int(hit.sum()))
+            if s > score:
+                best, score = m, s
+        return best
 
     # -- colouring -------------------------------------------------------------
     def default_threshold(self, problem: str):

@@ -20,7 +20,8 @@ VIEWS = [("summary", "Summary"), ("graph", "Grain graph"), ("locations", "Source
 # Every problem metric's label is the registry's (grainlab.metrics.registry).
 PROBLEM_LABELS = {**{name: registry.label(name) for name in registry.PROBLEM_ORDER},
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
-DEFAULT = {"view": "summary", "problem": "parallel_benefit", "threshold": None, "grain": None,
+# "problem": None, the trace's worst (default_problem), so a URL always names its problem
+DEFAULT = {"view": "summary", "problem": None, "threshold": None, "grain": None,
            "location": None, "zoom": None, "tzoom": None, "layout": "dag", "expand": None,
            "reduce": None}
 LAYOUTS = ("dag", "wall")          # grain graph: DAG time (thesis) or wall-clock placement
@@ -76,6 +77,11 @@ def problem_choices(data: AppData) -> list:
 
 
 def default_problem(data: AppData) -> str:
+    """The trace's worst problem (AppData.worst_problem: the most work flagged),
+    else parallel benefit, else none."""
+    worst = getattr(data, "worst_problem", None)
+    if worst in data.problems:
+        return worst
     return "parallel_benefit" if "parallel_benefit" in data.problems else NO_PROBLEM
 
 

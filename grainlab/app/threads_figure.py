@@ -225,7 +225,7 @@ def threads_figure(tl: ThreadTimeline, cls: np.ndarray, critical: np.ndarray,
         dragmode="zoom", barmode="overlay", hovermode="closest", meta={"track_px": track_px})
     fig.update_xaxes(title="time since start (ms)", gridcolor="#eee", range=[a / MS, b / MS])
     fig.update_yaxes(tickvals=list(range(rows)),
-                     ticktext=[*[f"thread {t}" for t in thread_names], "<b>critical path</b>"],
+                     ticktext=[*[f"thread {t}" for t in thread_names], "critical path"],
                      range=[rows - 0.5, -0.5], autorange=False, fixedrange=True,
                      showgrid=False, zeroline=False)
     return fig, level
