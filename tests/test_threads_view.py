@@ -185,3 +185,25 @@ def test_default_problem_is_the_worst_the_trace_has(record):
     assert "problem=load_balance" in format_state(st)
     st["problem"] = "parallel_benefit"
     assert parse_state(format_state(st), imb)["problem"] == "parallel_benefit"
+
+
+def test_most_grains_flagged_colours_by_value(record):
+    """fib's grains all fail parallel benefit at a high threshold: the
+    steps are then the values in fifths, so grains still differ, worst darkest."""
+    import grainlab as gl
+    from grainlab.app.data import AppData
+    from grainlab.export.palette import severity_class
+    data = AppData(gl.analyze(record("fib", 16, 5, threads=2).path))
+    v = data.grains["parallel_benefit"].to_numpy(np.float64)
+    th = float(np.nanmax(v)) + 1.0             # every grain with a value flagged
+    assert data.by_value("parallel_benefit", th)
+    sev, count = data.severity("parallel_benefit", th)
+    cls = severity_class(sev)[np.isfinite(v)]
+    assert count == np.isfinite(v).sum()
+    assert set(cls.tolist()) == {1, 2, 3, 4, 5}        # five steps used, not one
+    # lower is worse: the lowest value is in the darkest step
+    fin = np.flatnonzero(np.isfinite(v))
+    assert severity_class(sev)[fin[np.argmin(v[fin])]] == 5
+    assert severity_class(sev)[fin[np.argmax(v[fin])]] == 1
+    # at the median (about half flagged) the steps are the distance past the threshold
+    assert not data.by_value("parallel_benefit", float(np.nanmedian(v)))

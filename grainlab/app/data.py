@@ -8,6 +8,7 @@ import pandas as pd
 
 from .. import problems as P
 from ..export.drawing import GrainLayout
+from ..export.palette import BY_VALUE_SHARE
 from ..metrics.contract import is_one_of
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
@@ -116,7 +117,31 @@ class AppData:
         floor = P.floor_mask(self.grains, problem, self.thresholds)
         if floor is not None:      # e.g. preempted: also long enough off the CPU
             sev, hit = np.where(floor, sev, 0.0), hit & floor
+        if self.by_value(problem, threshold, hit):
+            # most grains flagged: one colour would say nothing; the flagged
+            # grains' values by rank (mildest to worst), in fifths
+            v = col.to_numpy(np.float64)[hit]
+            bad = -v if P.RULES[problem].below else v
+            rank = np.argsort(np.argsort(bad, kind="stable"), kind="stable")
+            sev = np.zeros(n)
+            sev[hit] = (rank + 1) / len(rank)
         return sev, int(hit.sum())
+
+    def by_value(self, problem: str, threshold, hit=None) -> bool:
+        """Are the severity steps of this view the flagged grains' values in
+        fifths (more than BY_VALUE_SHARE of the grains with a value flagged)?"""
+        if problem not in self.problems:
+            return False
+        col = self.grains[problem].to_numpy(np.float64)
+        if hit is None:
+            th = self.default_threshold(problem) if threshold is None else float(threshold)
+            hit = P.crossing(col, problem, th)
+            floor = P.floor_mask(self.grains, problem, self.thresholds)
+            if floor is not None:
+                hit = hit & floor
+        valued = int(np.isfinite(col).sum())
+        k = int(np.sum(hit))
+        return k >= 5 and k > BY_VALUE_SHARE * valued
 
     # -- prepared tables ----------------------------------------------------------
     def _hover_labels(self, g) -> np.ndarray:

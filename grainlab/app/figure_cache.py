@@ -77,7 +77,8 @@ class FigureCache:
         cls = classes(data.n_grains, data.n_total, sev, show_all=(problem == NO_PROBLEM))
         if which == "dag":
             d = self.drawing(state, None if problem == NO_PROBLEM else sev)
-            fig = dag_figure(d, hover=data.hover)
+            fig = dag_figure(d, hover=data.hover,
+                             by_value=data.by_value(problem, state["threshold"]))
             c = d.counts()
             level = (f"{len(d.items)} elements ({c.get('summary', 0)} collapsed subtrees, "
                      "click one to expand)" if c.get("summary") else f"{len(d.items)} elements")
@@ -93,7 +94,7 @@ class FigureCache:
         else:
             fig, level = threads_figure(
                 data.timeline, cls, data.critical, list(data.thread_rows), window=zoom,
-                hover_labels=data.hover,
+                hover_labels=data.hover, by_value=data.by_value(problem, state["threshold"]),
                 title="Threads: work (as on the graph), runtime, idle; drag to zoom in time")
         return fig.to_dict(), level, count, None
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..export.drawing import Drawing, item_fill
 from ..export.palette import (CONTEXT_COLOR, CRITICAL, DIMMED, EDGE_COLORS, KIND_COLORS,
-                              SEVERITY_COLORS, SUMMARY_BORDER)
+                              SEVERITY_COLORS, SUMMARY_BORDER, severity_names)
 
 MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
@@ -31,7 +31,7 @@ def _segments(x, y0, y1, cd):
     return px, py, np.repeat(np.asarray(cd, dtype=object), 3).tolist()
 
 
-def dag_figure(d: Drawing, hover=None, title="") -> dict:
+def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict:
     """The figure as a plain dict (Plotly's own objects would validate every
     array again: half the time of a 10^6-grain view). `hover`: label per
     grain/context id (rectangles' hover text)."""
@@ -66,7 +66,7 @@ def dag_figure(d: Drawing, hover=None, title="") -> dict:
                                    name="collapsed subtree", meta="summary-border",
                                    showlegend=False,
                                    line=dict(color=SUMMARY_BORDER, width=bar + 8)))
-    _add_rects(fig, d, rect, x, y0, y1, bar, hover)
+    _add_rects(fig, d, rect, x, y0, y1, bar, hover, by_value)
     if m.any():          # and a handle in its middle to click (hover picks points)
         tok = it["token"].to_numpy(dtype=object)[m]
         fig.append(dict(type="scattergl",
@@ -120,7 +120,7 @@ def _add_edges(fig, d: Drawing, x, y0, y1):
             opacity=0.9 if name in ("critical", "continuation") else 0.7))
 
 
-def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover):
+def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover, by_value=False):
     it = d.items
     fill = item_fill(it, d.n_grains)
     kind = it["kind"].to_numpy().astype(str)
@@ -133,14 +133,16 @@ def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover):
             px, py, cdl = _segments(x[m], y0[m] / MS, y1[m] / MS, cd)
             fig.append(dict(type="scattergl",
                 x=px, y=py, mode="lines", customdata=cdl, meta=k,
-                name=_legend_name(k, color), text=_hover(it, m, k, hover),
+                name=_legend_name(k, color, by_value), text=_hover(it, m, k, hover),
                 hovertemplate="%{text}<extra></extra>",
                 line=dict(color=color, width=bar + (4 if k == "summary" else 0))))
 
 
-def _legend_name(kind, color) -> str:
+def _legend_name(kind, color, by_value=False) -> str:
     if color in SEVERITY_COLORS:
         step = SEVERITY_COLORS.index(color)
+        if by_value:
+            return f"{KIND_NAMES[kind]}: {severity_names(True)[step]}"
         return f"{KIND_NAMES[kind]}: problem, {20 * step}-{20 * step + 20}% past threshold"
     if color == DIMMED:
         return f"{KIND_NAMES[kind]}: no problem (dimmed)"

@@ -116,7 +116,7 @@ def _register_page(app):
                   Input("state", "data"))
     def show_controls(state):
         view = (state or DEFAULT)["view"]
-        shown = {"display": "flex"}
+        shown = {"display": "contents"}   # its children in the row, as before
         hidden = {"display": "none"}
         return (shown if view in PROBLEM_VIEWS else hidden,
                 shown if view in EXPORT_VIEWS else hidden)

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..export.palette import CLASS_COLORS, CLASS_NAMES, CRITICAL, IDLE, RUNTIME, WORK
+from ..export.palette import (CLASS_COLORS, CLASS_NAMES, CRITICAL, IDLE, RUNTIME, WORK,
+                              severity_names)
 
 MS = 1e6
 DETAIL_LIMIT = 8_000
@@ -152,7 +153,7 @@ def _cover(n_rows, bins, edges, row, s, e):
 
 def threads_figure(tl: ThreadTimeline, cls: np.ndarray, critical: np.ndarray,
                    thread_names, window=None, hover_labels=None, title="",
-                   bins: int = BINS) -> tuple[go.Figure, str]:
+                   bins: int = BINS, by_value: bool = False) -> tuple[go.Figure, str]:
     """The figure and its level of detail ("detail": every fragment also a bar;
     "overview": the image alone). `cls`: drawing class per owner (figures.classes),
     `critical`: per owner; `window`: (p0, p1, t0_ms, t1_ms), only time is used."""
@@ -211,6 +212,8 @@ def threads_figure(tl: ThreadTimeline, cls: np.ndarray, critical: np.ndarray,
     # the legend: one entry per state drawn
     shown = sorted({int(c) for c in np.unique(z[~np.isnan(z)])} | {IDLE_CODE, RUNTIME_CODE})
     names = {**STATE_NAMES, **{WORK_BASE + k: "work: " + v for k, v in CLASS_NAMES.items()}}
+    names.update({WORK_BASE + k + 1: "work: " + v
+                  for k, v in enumerate(severity_names(by_value))})
     for code in shown:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=names[code],
                                  marker=dict(symbol="square", size=12, color=colors[code],

@@ -48,3 +48,18 @@ def severity_class(sev) -> np.ndarray:
     cls = np.where(sev > 0, 1 + np.minimum((np.nan_to_num(sev) * SEVERITY_STEPS)
                                            .astype(np.int64), SEVERITY_STEPS - 1), 0)
     return np.where(np.isnan(sev), -1, cls)
+
+
+# When most grains are flagged (more than BY_VALUE_SHARE of those with a
+# value), the five steps are the flagged grains' values in fifths (by rank,
+# mildest to worst), so that grains still differ: grainlab.app.data.
+BY_VALUE_SHARE = 0.8
+
+
+def severity_names(by_value: bool = False) -> list:
+    """Legend names of the five severity steps."""
+    if by_value:
+        return ["problem: mildest fifth by value", "2nd fifth by value", "3rd fifth by value",
+                "4th fifth by value", "worst fifth by value"]
+    return ["problem: < 20% past threshold", "20-40% past", "40-60% past", "60-80% past",
+            "> 80% past"]

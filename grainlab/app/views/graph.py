@@ -57,5 +57,8 @@ def count_text(data: AppData, state: dict, count: int) -> str:
         data.default_threshold(problem)
     rule = P.RULES[problem]
     pct = 100.0 * count / data.n_grains if data.n_grains else 0.0
-    return (f" {count} of {data.n_grains} grains ({pct:.1f}%) with "
+    text = (f" {count} of {data.n_grains} grains ({pct:.1f}%) with "
             f"{problem} {'<' if rule.below else '>'} {th:.3g}")
+    if data.by_value(problem, state["threshold"]):
+        text += " · most grains flagged: coloured by value, in fifths (darker: worse)"
+    return text
