@@ -51,6 +51,8 @@ class FigureCache:
             fig = _with_thread_selection(fig, self.data, gid)
         elif gid is not None and which == "dag":
             fig = _with_dag_selection(fig, drawing, gid)
+        if which == "dag" and state.get("dzoom"):
+            fig = _with_dag_zoom(fig, state["dzoom"])
         return fig, level, count
 
     def drawing(self, state: dict, sev=None):
@@ -99,6 +101,15 @@ class FigureCache:
         return fig.to_dict(), level, count, None
 
 
+def _with_dag_zoom(fig: dict, zoom) -> dict:
+    """The DAG-time graph zoomed as the URL says (columns, ms from the start)."""
+    p0, p1, t0, t1 = zoom
+    lay = fig["layout"]
+    return {**fig, "layout": {**lay, "xaxis": {**lay.get("xaxis", {}), "range": [p0, p1]},
+                              "yaxis": {**lay.get("yaxis", {}), "range": [t1, t0],
+                                        "autorange": False}}}
+
+
 def _with_thread_selection(fig: dict, data: AppData, gid: int) -> dict:
     crit = len(data.thread_rows) if data.critical[gid] else None
     shapes = selection_shapes(data.timeline, gid, crit)
@@ -114,7 +125,7 @@ def _with_dag_selection(fig: dict, d, gid: int) -> dict:
     if not len(own):
         return fig
     marker = {"type": "scattergl", "x": [float(own["x"].iloc[0]) - 0.6],
-              "y": [float(own["y0"].min()) / 1e6], "mode": "markers",
+              "y": [(float(own["y0"].min()) - d.window[0]) / 1e6], "mode": "markers",
               "marker": {"symbol": "star", "size": 16, "color": "#08519c",
                          "line": {"color": "white", "width": 1}},
               "name": f"selected #{gid}", "hoverinfo": "skip", "customdata": [gid],

@@ -34,7 +34,9 @@ def _segments(x, y0, y1, cd):
 def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict:
     """The figure as a plain dict (Plotly's own objects would validate every
     array again: half the time of a 10^6-grain view). `hover`: label per
-    grain/context id (rectangles' hover text)."""
+    grain/context id (rectangles' hover text). Time reads from the
+    drawing's first instant (the region's start), not the trace's clock."""
+    d = _from_start(d)
     it = d.items
     lo, hi = d.window
     min_len = (hi - lo) * 0.003          # a zero-length rectangle stays visible
@@ -86,7 +88,8 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
         dragmode="zoom", hovermode="closest",
         xaxis=dict(showgrid=False, zeroline=False, showticklabels=False,
                    range=[-1, max(d.n_columns, 1)]),
-        yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time (ms)"),
+        yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time "
+                                   "from the start (ms)"),
                    gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False))
     if len(it) + len(d.edges) <= SVG_LIMIT:
         # SVG traces: faster than WebGL to start for a few thousand elements
@@ -95,6 +98,18 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
             if tr["type"] == "scattergl":
                 tr["type"] = "scatter"
     return {"data": fig, "layout": layout}
+
+
+def _from_start(d: Drawing) -> Drawing:
+    """The drawing with its times from the window's start (0 at the top)."""
+    from dataclasses import replace
+    lo, hi = d.window
+    if not lo:
+        return d
+    it = d.items.copy()
+    it["y0"] = it["y0"] - lo
+    it["y1"] = it["y1"] - lo
+    return replace(d, items=it, window=(0, hi - lo))
 
 
 def _add_edges(fig, d: Drawing, x, y0, y1):

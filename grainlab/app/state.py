@@ -22,7 +22,7 @@ PROBLEM_LABELS = {**{name: registry.label(name) for name in registry.PROBLEM_ORD
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
 # "problem": None, the trace's worst (default_problem), so a URL always names its problem
 DEFAULT = {"view": "summary", "problem": None, "threshold": None, "grain": None,
-           "location": None, "zoom": None, "tzoom": None, "layout": "dag", "expand": None,
+           "location": None, "zoom": None, "tzoom": None, "dzoom": None, "layout": "dag", "expand": None,
            "reduce": None}
 LAYOUTS = ("dag", "wall")          # grain graph: DAG time (thesis) or wall-clock placement
 REDUCTIONS = ("fragments", "forks", "bookkeeping")
@@ -44,7 +44,7 @@ def parse_state(search: str | None, data: AppData) -> dict:
     g = _number(q.get("grain"))
     s["grain"] = int(g) if g is not None and 0 <= g < data.n_grains else None
     s["location"] = q.get("location") or None
-    for key in ("zoom", "tzoom"):
+    for key in ("zoom", "tzoom", "dzoom"):
         parts = [_number(p) for p in (q.get(key) or "").split(",")]
         s[key] = parts if len(parts) == 4 and None not in parts else None
     if q.get("layout") in LAYOUTS:
@@ -182,10 +182,11 @@ def _on_figures(st: dict, data: AppData, fired: set, figures):
                     st["expand"] = [*(st.get("expand") or []), token]
             elif not dag:   # a cell of the binned overview: expand it
                 st[key] = _expand(click, st.get(key), data, vertical=(key == "zoom"))
-        if dag:
-            continue        # the DAG-time graph zooms in the browser only
         if f"{fig}.relayoutData" in fired and relayout:
-            st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
+            if dag:     # zoomed in the browser; kept in the URL to restore it
+                st["dzoom"] = _zoom(relayout, st.get("dzoom"), vertical=True)
+            else:
+                st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
 
 
 def _clicked_data(click):
