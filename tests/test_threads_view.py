@@ -249,3 +249,19 @@ def test_dag_zoom_in_the_url_and_restored(browser, record):
         shot(d, "graph-dzoom")
     finally:
         s.stop()
+
+
+def test_predicted_scaling_axis_fits_the_data(record):
+    """The y axis spans the prediction (not the 64-core linear line), labels
+    only 1-2-5 steps, and starts near 1."""
+    import grainlab as gl
+    from grainlab.app.predict_figure import prediction_figure
+    a = gl.analyze(record("fib", 15, 3, threads=1).path)
+    pred = a.predict([1, 2, 4, 8, 16, 32, 64])
+    fig = prediction_figure(pred)
+    y = fig.layout.yaxis
+    lo, hi = 10 ** y.range[0], 10 ** y.range[1]
+    top = max(max(pred["speedup"]), max(pred["speedup_upper"]))
+    assert top <= hi <= 1.5 * top + 1e-9 and hi < 64
+    assert 0.5 < lo <= 1.0
+    assert set(y.tickvals) <= {0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}

@@ -64,7 +64,7 @@ def _header(data: AppData):
         html.Div(id="run-summary", children=(
             f"{s['grains']} grains ({s['tasks']} tasks, {s['chunks']} chunks) on "
             f"{s['cores_used']} core(s) · span {s['span_ns'] / 1e6:.3g} ms · "
-            f"exposed parallelism {s['parallelism']:.3g} · "
+            f"parallelism of the whole run {s['parallelism']:.3g} (work/span) · "
             f"critical path {len(s['critical_path'])} grains"
             + (f" ({data.span_note})" if data.span_note else "")
             + ("" if s["complete"] else " · INCOMPLETE trace"))),
