@@ -70,7 +70,9 @@ def run(cmd, **kw):
 
 def record(args, out: Path, threads=2) -> Path:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    run([*GRAINLAB, "record", "-q", "-o", out, "--", EXAMPLES / args[0], *args[1:]], env=env)
+    # the program by its path in the repository, as the docs show it
+    run([*GRAINLAB, "record", "-q", "-o", out, "--", EXAMPLES.relative_to(REPO) / args[0],
+         *args[1:]], env=env, cwd=REPO)
     return out
 
 

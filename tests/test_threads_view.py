@@ -177,6 +177,8 @@ def test_default_problem_is_the_worst_the_trace_has(record):
     import grainlab as gl
     from grainlab.app.data import AppData
     from grainlab.app.state import default_problem, format_state, parse_state
+    fib = AppData(gl.analyze(record("fib", 16, 5, threads=2).path))
+    assert default_problem(fib) == "parallel_benefit"
     imb = AppData(gl.analyze(record("imbalance", threads=2).path))
     assert default_problem(imb) == "load_balance"
     st = parse_state("", imb)

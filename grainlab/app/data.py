@@ -86,14 +86,17 @@ class AppData:
         return runs, ""
 
     def _worst_problem(self):
-        """The problem whose flagged grains hold the most work (ties: the most
-        grains), the view a trace opens on; None when no grain has any."""
+        """The problem the trace has worst, the view it opens on: the largest
+        share of grains flagged plus share of the grains' work flagged (many
+        small grains, or a few that hold the time, both count); None when no
+        grain has any."""
         gr = self.grains
         work = gr["work"].to_numpy(np.float64) if "work" in gr else np.ones(len(gr))
-        best, score = None, (0.0, 0)
+        total = max(float(work.sum()), 1.0)
+        best, score = None, 0.0
         for m in self.problems:
             hit = P.flagged(gr, m, self.thresholds)
-            s = (float(work[hit].sum()), int(hit.sum()))
+            s = hit.sum() / max(len(gr), 1) + float(work[hit].sum()) / total
             if s > score:
                 best, score = m, s
         return best

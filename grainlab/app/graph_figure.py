@@ -84,7 +84,10 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
     layout = dict(
         title=dict(text=title or f"Grain graph ({what})", font=dict(size=14)),
         margin=dict(l=60, r=10, t=40, b=10), uirevision=f"dag-{d.mode}",
-        legend=dict(font=dict(size=11)), plot_bgcolor="white", clickmode="event",
+        # the legend beneath the drawing, not beside it: the columns get the width
+        legend=dict(font=dict(size=10), orientation="h", x=0, y=-0.01, yanchor="top",
+                    entrywidth=0.25, entrywidthmode="fraction"),
+        plot_bgcolor="white", clickmode="event",
         dragmode="zoom", hovermode="closest",
         xaxis=dict(showgrid=False, zeroline=False, showticklabels=False,
                    range=[-1, max(d.n_columns, 1)]),
@@ -158,7 +161,7 @@ def _legend_name(kind, color, by_value=False) -> str:
         step = SEVERITY_COLORS.index(color)
         if by_value:
             return f"{KIND_NAMES[kind]}: {severity_names(True)[step]}"
-        return f"{KIND_NAMES[kind]}: problem, {20 * step}-{20 * step + 20}% past threshold"
+        return f"{KIND_NAMES[kind]}: {20 * step}-{20 * step + 20}% past threshold"
     if color == DIMMED:
         return f"{KIND_NAMES[kind]}: no problem (dimmed)"
     if color == CONTEXT_COLOR:
