@@ -267,3 +267,30 @@ def test_predicted_scaling_axis_fits_the_data(record):
     assert top <= hi <= 1.5 * top + 1e-9 and hi < 64
     assert 0.5 < lo <= 1.0
     assert set(y.tickvals) <= {0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
+
+
+def test_search_box_finds_a_grain_or_all_grains_of_a_location(browser, record):
+    import grainlab as gl
+    from grainlab.app.data import AppData
+    from grainlab.app.state import find
+    t = record("fib", 16, 5, threads=2)
+    data = AppData(gl.analyze(t.path))
+    assert find(data, "#7") == ("grain", 7) and find(data, "7") == ("grain", 7)
+    loc = str(data.locations[3])
+    assert find(data, loc) == ("location", loc)
+    assert find(data, "FIB.C:")[0] == "location"          # any case, a part of it
+    assert find(data, "no such place") is None
+    s = Server(t.path)
+    d = browser
+    try:
+        d.get(s.url + "?view=graph")
+        box = wait_for(lambda: d.find_element("id", "graph-search"), what="the search box")
+        wait_for(lambda: d.find_element("id", "problem-count").text.strip(), what="state")
+        want = int((data.locations == loc).sum())
+        box.send_keys(loc.split(" ")[0] + "\n")
+        wait_for(lambda: "problem=location" in d.current_url, what="the location view")
+        wait_for(lambda: d.find_element("id", "problem-count").text.strip()
+                 .startswith(f"{want} grains at"), what=f"{want} grains highlighted")
+        shot(d, "graph-search")
+    finally:
+        s.stop()

@@ -8,6 +8,8 @@ import math
 import re
 from urllib.parse import parse_qs, urlencode
 
+import numpy as np
+
 from dash import Input, Output, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
@@ -115,9 +117,10 @@ def register(app, data: AppData):
         Input("graph-fig", "clickData"), Input("threads-fig", "clickData"),
         Input("graph-fig", "relayoutData"), Input("threads-fig", "relayoutData"),
         Input("graph-layout", "value"), Input("graph-reduce", "value"),
-        Input("graph-collapse", "n_clicks"), State("state", "data"))
+        Input("graph-collapse", "n_clicks"), Input("graph-search", "value"),
+        State("state", "data"))
     def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout,
-             glayout, greduce, _collapse, state):
+             glayout, greduce, _collapse, find, state):
         trig = ctx.triggered_id
         # A new URL wins over whatever else fired with it, and a state that
         # lags the URL is rebuilt from it (the event that fired was seen
@@ -135,6 +138,10 @@ def register(app, data: AppData):
             st["view"] = view
         elif trig in ("graph-layout", "graph-reduce", "graph-collapse"):
             _on_graph_controls(st, trig, glayout, greduce)
+        elif trig == "graph-search":
+            _on_search(st, data, find)
+            if st["problem"] != base["problem"]:
+                th_out = None
         elif trig == "problem":
             st["problem"], st["threshold"] = problem, None
             th_out = data.default_threshold(problem)
@@ -153,7 +160,9 @@ def register(app, data: AppData):
             # overwrite a newer change made meanwhile, such as a threshold
             # typed while the page was still drawing.
             raise PreventUpdate
-        return st, format_state(st), no_update, no_update, th_out, no_update, no_update
+        problem_out = st["problem"] if trig == "graph-search" and \
+            st["problem"] != base["problem"] else no_update
+        return st, format_state(st), no_update, problem_out, th_out, no_update, no_update
 
 
 def _on_graph_controls(st: dict, trig: str, layout, reduce):
@@ -165,6 +174,37 @@ def _on_graph_controls(st: dict, trig: str, layout, reduce):
         st["reduce"] = [r for r in REDUCTIONS if r in (reduce or [])] or None
     elif trig == "graph-collapse" and st.get("expand"):
         st["expand"] = st["expand"][:-1] or None
+
+
+def find(data: AppData, text) -> tuple[str, object] | None:
+    """What the graph's search box names: ("grain", id) for "#12" or "12",
+    ("location", its full name) for a source location (exact, else the one
+    with the most grains among those containing the text, any case)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    m = re.fullmatch(r"#?(\d+)", text)
+    if m and int(m.group(1)) < data.n_grains:
+        return "grain", int(m.group(1))
+    locs, counts = np.unique(data.locations, return_counts=True)
+    if text in locs:
+        return "location", text
+    hit = np.char.find(np.char.lower(locs.astype(str)), text.lower()) >= 0
+    if not hit.any():
+        return None
+    return "location", str(locs[hit][np.argmax(counts[hit])])
+
+
+def _on_search(st: dict, data: AppData, text):
+    """A grain id selects it; a location highlights all its grains."""
+    found = find(data, text)
+    if found is None:
+        return
+    kind, value = found
+    if kind == "grain":
+        st["grain"] = value
+    else:
+        st["problem"], st["location"], st["threshold"] = LOCATION_VIEW, value, None
 
 
 def _on_figures(st: dict, data: AppData, fired: set, figures):

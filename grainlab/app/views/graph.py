@@ -27,6 +27,9 @@ def pane(data: AppData):
             {"label": "fragments", "value": "fragments"}, {"label": "forks", "value": "forks"},
             {"label": "book-keeping", "value": "bookkeeping"}]),
         html.Button("collapse last expanded", id="graph-collapse", n_clicks=0),
+        html.Label(" · find "),
+        dcc.Input(id="graph-search", type="text", debounce=True, style={"width": "220px"},
+                  placeholder="grain #id or source location"),
     ])
     return html.Div([controls, dcc.Graph(id="graph-fig", config=GRAPH_CONFIG,
                                          style={"height": "74vh"})])
