@@ -19,7 +19,7 @@ def pane(data: AppData):
     controls = html.Div(className="row graph-controls", children=[
         html.Label("time "),
         dcc.RadioItems(id="graph-layout", value="dag", inline=True, options=[
-            {"label": "DAG (thesis: each node starts where its predecessors end)",
+            {"label": "DAG time",
              "value": "dag"},
             {"label": "wall clock", "value": "wall"}]),
         html.Label(" · reduce "),
@@ -27,9 +27,8 @@ def pane(data: AppData):
             {"label": "fragments", "value": "fragments"}, {"label": "forks", "value": "forks"},
             {"label": "book-keeping", "value": "bookkeeping"}]),
         html.Button("collapse last expanded", id="graph-collapse", n_clicks=0),
-        html.Label(" · find "),
-        dcc.Input(id="graph-search", type="text", debounce=True, style={"width": "220px"},
-                  placeholder="grain #id or source location"),
+        dcc.Input(id="graph-search", type="text", debounce=True, style={"width": "150px"},
+                  placeholder="find: #id or location"),
     ])
     return html.Div([controls, dcc.Graph(id="graph-fig", config=GRAPH_CONFIG,
                                          style={"height": "74vh"})])
