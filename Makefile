@@ -57,6 +57,7 @@ help:
 	@echo "make test       set up, build, run the test suite (PYTEST_ARGS=... to pass options)"
 	@echo "make bench      set up, build, run benchmarks/collector_overhead.py (BENCH_ARGS=...)"
 	@echo "make notebooks  set up, build, record the suite and cutoff sweeps, execute notebooks/ into out/notebooks/ (NB_ARGS=...)"
+	@echo "make screenshots regenerate docs/img (the web app in headless Chromium; SHOTS_ARGS=...)"
 	@echo "make build      set up and build the collector and examples into $(BUILD)/"
 	@echo "make setup      Debian packages and the .venv only"
 	@echo "make clean      remove $(BUILD)/ and out/ (keeps .venv)"
@@ -183,3 +184,10 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV) $(STAMPS)
+
+# The web app's pictures in docs/img, regenerated from the current code
+# (benchmarks/screenshots.py: records the examples, serves each, Chromium).
+# SHOTS_ARGS='--only fib,sort' for some of them.
+.PHONY: screenshots
+screenshots: build
+	$(VENV)/bin/python benchmarks/screenshots.py $(SHOTS_ARGS)

@@ -47,10 +47,11 @@ def test_threads_view_labels_each_thread(analysis):
     drawn = static.figure(analysis, "threads", "none")
     ax = drawn.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    # threads that ran grains or serial/team code, as the app's rows
+    # threads that ran grains or serial/team code, as the app's rows, and
+    # the critical path's track beneath
     seg = AppData(analysis).segments
     threads = sorted(set(seg["thread"].tolist()) - {-1})
-    assert labels == [f"thread {t}" for t in threads]
+    assert labels == [f"thread {t}" for t in threads] + ["critical path"]
     assert set(analysis.grains["thread"].tolist()) <= set(threads)
 
 

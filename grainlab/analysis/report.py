@@ -66,7 +66,7 @@ def html(a) -> str:
     s = a.summary
     head = (f"<b>{_esc(s['program'])}</b> ({_esc(s['trace'])})<br>"
             f"{s['grains']} grains ({s['tasks']} tasks, {s['chunks']} chunks), "
-            f"span {s['span_ns']} ns, parallelism {s['parallelism']:.3g}")
+            f"span {s['span_ns']} ns, parallelism of the whole run {s['parallelism']:.3g}")
     cols = ["threshold", "direction", "available", "grains", "percent", "on_critical_path"]
     return head + problems_frame(a)[cols].to_html(float_format=lambda v: f"{v:.3g}")
 

@@ -8,9 +8,11 @@ import pandas as pd
 
 from .. import problems as P
 from ..export.drawing import GrainLayout
+from ..export.palette import BY_VALUE_SHARE
 from ..metrics.contract import is_one_of
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
+from .threads_figure import ThreadTimeline
 
 LOCATION_VIEW = "location"      # the "by source location" view
 NO_PROBLEM = "none"
@@ -43,6 +45,7 @@ class AppData:
         self.critical[:self.n_grains] = self.grains["on_critical_path"].to_numpy(bool)
         self.thresholds = a.resolved_thresholds
         self.problems = [m for m in P.RULES if m in self.grains.columns]
+        self.worst_problem = self._worst_problem()
         self.locations = a.locations.to_numpy().astype(str)
         self.by_location = a.by_location()
         self.hover = self._hover_labels(g)
@@ -60,6 +63,10 @@ class AppData:
         self.overhead = self._overhead(g)
         run = self.segments[self.segments["row"] >= 0].groupby("row")
         self.thread_span = pd.DataFrame({"start": run["start"].min(), "end": run["end"].max()})
+        ends = [int(seg["end"].max()) if len(seg) else 0,
+                int(self.overhead["end"].max()) if len(self.overhead) else 0]
+        self.timeline = ThreadTimeline(self.segments, self.overhead, len(self.thread_rows),
+                                       0, max(ends))
         step("data locality")
         self.krd_runs, self.krd_note = self._krd(a, comparison)
 
@@ -77,6 +84,22 @@ class AppData:
                 if an is a:
                     return {}, str(e).split(": ", 1)[-1]
         return runs, ""
+
+    def _worst_problem(self):
+        """The problem the trace has worst, the view it opens on: the largest
+        share of grains flagged plus share of the grains' work flagged (many
+        small grains, or a few that hold the time, both count); None when no
+        grain has any."""
+        gr = self.grains
+        work = gr["work"].to_numpy(np.float64) if "work" in gr else np.ones(len(gr))
+        total = max(float(work.sum()), 1.0)
+        best, score = None, 0.0
+        for m in self.problems:
+            hit = P.flagged(gr, m, self.thresholds)
+            s = hit.sum() / max(len(gr), 1) + float(work[hit].sum()) / total
+            if s > score:
+                best, score = m, s
+        return best
 
     # -- colouring -------------------------------------------------------------
     def default_threshold(self, problem: str):
@@ -97,7 +120,31 @@ class AppData:
         floor = P.floor_mask(self.grains, problem, self.thresholds)
         if floor is not None:      # e.g. preempted: also long enough off the CPU
             sev, hit = np.where(floor, sev, 0.0), hit & floor
+        if self.by_value(problem, threshold, hit):
+            # most grains flagged: one colour would say nothing; the flagged
+            # grains' values by rank (mildest to worst), in fifths
+            v = col.to_numpy(np.float64)[hit]
+            bad = -v if P.RULES[problem].below else v
+            rank = np.argsort(np.argsort(bad, kind="stable"), kind="stable")
+            sev = np.zeros(n)
+            sev[hit] = (rank + 1) / len(rank)
         return sev, int(hit.sum())
+
+    def by_value(self, problem: str, threshold, hit=None) -> bool:
+        """Are the severity steps of this view the flagged grains' values in
+        fifths (more than BY_VALUE_SHARE of the grains with a value flagged)?"""
+        if problem not in self.problems:
+            return False
+        col = self.grains[problem].to_numpy(np.float64)
+        if hit is None:
+            th = self.default_threshold(problem) if threshold is None else float(threshold)
+            hit = P.crossing(col, problem, th)
+            floor = P.floor_mask(self.grains, problem, self.thresholds)
+            if floor is not None:
+                hit = hit & floor
+        valued = int(np.isfinite(col).sum())
+        k = int(np.sum(hit))
+        return k >= 5 and k > BY_VALUE_SHARE * valued
 
     # -- prepared tables ----------------------------------------------------------
     def _hover_labels(self, g) -> np.ndarray:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-import numpy as np
 
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
-from .figures import classes, gantt_under, segment_figure
+from .figures import classes, segment_figure
 from .graph_figure import dag_figure
+from .threads_figure import selection_shapes, threads_figure
 
 KEEP = 32
 
@@ -47,8 +47,12 @@ class FigureCache:
         gid = state.get("grain")
         if gid is not None and which == "graph":
             fig = _with_selection(fig, self.data, gid)
+        elif gid is not None and which == "threads":
+            fig = _with_thread_selection(fig, self.data, gid)
         elif gid is not None and which == "dag":
             fig = _with_dag_selection(fig, drawing, gid)
+        if which == "dag" and state.get("dzoom"):
+            fig = _with_dag_zoom(fig, state["dzoom"])
         return fig, level, count
 
     def drawing(self, state: dict, sev=None):
@@ -75,7 +79,8 @@ class FigureCache:
         cls = classes(data.n_grains, data.n_total, sev, show_all=(problem == NO_PROBLEM))
         if which == "dag":
             d = self.drawing(state, None if problem == NO_PROBLEM else sev)
-            fig = dag_figure(d, hover=data.hover)
+            fig = dag_figure(d, hover=data.hover,
+                             by_value=data.by_value(problem, state["threshold"]))
             c = d.counts()
             level = (f"{len(d.items)} elements ({c.get('summary', 0)} collapsed subtrees, "
                      "click one to expand)" if c.get("summary") else f"{len(d.items)} elements")
@@ -89,20 +94,29 @@ class FigureCache:
                 title="Grain graph: time flows down, children beside their parent",
                 pos_title="task tree (pre-order: a task's children to its right)")
         else:
-            seg = data.segments[data.segments["row"] >= 0]
-            width = float(np.clip(420 / max(len(data.thread_rows), 1), 6, 40))
-            ts = data.thread_span
-            under = gantt_under(ts.index.to_numpy(np.float64), ts["start"].to_numpy(np.float64),
-                                ts["end"].to_numpy(np.float64), data.overhead, width, zoom)
-            fig, level = segment_figure(
-                seg, "row", cls, data.critical, vertical=False, window=zoom,
-                hover_labels=data.hover, width=width, under=under,
-                title="Threads (Gantt): grains coloured as on the graph; "
-                      "dark: runtime, light blue: idle",
-                pos_title="thread")
-            fig.update_yaxes(tickvals=list(data.thread_rows.values()),
-                             ticktext=[f"thread {t}" for t in data.thread_rows])
+            fig, level = threads_figure(
+                data.timeline, cls, data.critical, list(data.thread_rows), window=zoom,
+                hover_labels=data.hover, by_value=data.by_value(problem, state["threshold"]),
+                title="Threads: work (as on the graph), runtime, idle; drag to zoom in time")
         return fig.to_dict(), level, count, None
+
+
+def _with_dag_zoom(fig: dict, zoom) -> dict:
+    """The DAG-time graph zoomed as the URL says (columns, ms from the start)."""
+    p0, p1, t0, t1 = zoom
+    lay = fig["layout"]
+    return {**fig, "layout": {**lay, "xaxis": {**lay.get("xaxis", {}), "range": [p0, p1]},
+                              "yaxis": {**lay.get("yaxis", {}), "range": [t1, t0],
+                                        "autorange": False}}}
+
+
+def _with_thread_selection(fig: dict, data: AppData, gid: int) -> dict:
+    crit = len(data.thread_rows) if data.critical[gid] else None
+    shapes = selection_shapes(data.timeline, gid, crit)
+    if not shapes:
+        return fig
+    layout = {**fig["layout"], "shapes": [*fig["layout"].get("shapes", ()), *shapes]}
+    return {**fig, "layout": layout}
 
 
 def _with_dag_selection(fig: dict, d, gid: int) -> dict:
@@ -111,7 +125,7 @@ def _with_dag_selection(fig: dict, d, gid: int) -> dict:
     if not len(own):
         return fig
     marker = {"type": "scattergl", "x": [float(own["x"].iloc[0]) - 0.6],
-              "y": [float(own["y0"].min()) / 1e6], "mode": "markers",
+              "y": [(float(own["y0"].min()) - d.window[0]) / 1e6], "mode": "markers",
               "marker": {"symbol": "star", "size": 16, "color": "#08519c",
                          "line": {"color": "white", "width": 1}},
               "name": f"selected #{gid}", "hoverinfo": "skip", "customdata": [gid],

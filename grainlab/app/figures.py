@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..export.palette import (CLASS_COLORS, CLASS_NAMES, CRITICAL, EDGE, IDLE, RUNTIME,
-                              severity_class)
+from ..export.palette import CLASS_COLORS, CLASS_NAMES, CRITICAL, EDGE, severity_class
 
 DETAIL_LIMIT = 8_000        # segments drawn one by one at most ("a few thousand grains")
 EDGE_LIMIT = 3_000          # grains below which creation/sync edges are drawn
@@ -168,9 +167,11 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
     achieved parallelism in wall-clock time (grains running: what the run
     got) against the cores used, on a scale where both show; `log`: log y."""
     from plotly.subplots import make_subplots
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.14, subplot_titles=(
-        "Exposed parallelism, in DAG time (grains at their earliest start)",
-        "Achieved parallelism, in wall-clock time (grains running) against the cores used"))
+    # side by side, not stacked: their time axes differ (DAG time is far
+    # shorter than the run), so one above the other would read as aligned
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08, subplot_titles=(
+        "Exposed: in DAG time (grains at their earliest start)",
+        "Achieved: in wall-clock time (grains running) vs cores"))
     if len(ideal):
         t = (ideal["start"].to_numpy(np.float64) - ideal["start"].iloc[0]) / MS
         fig.add_trace(go.Scatter(x=t, y=ideal["optimistic"], mode="lines", line_shape="hv",
@@ -186,16 +187,16 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
         top = max(top, float(run.max()) if len(run) else top)
         fig.add_trace(go.Scatter(x=t, y=run, mode="lines", line_shape="hv", fill="tozeroy",
                                  name="achieved (running grains)", line=dict(color="#31a354")),
-                      row=2, col=1)
+                      row=1, col=2)
         fig.add_trace(go.Scatter(x=[t[0], t[-1]], y=[cores, cores], mode="lines",
                                  name=f"cores used: {cores}",
-                                 line=dict(color=CRITICAL, dash="dash", width=2)), row=2, col=1)
+                                 line=dict(color=CRITICAL, dash="dash", width=2)), row=1, col=2)
     kind = "log" if log else "linear"
     fig.update_yaxes(title_text="grains", type=kind, row=1, col=1, gridcolor="#eee")
-    fig.update_yaxes(title_text="grains running", type=kind, row=2, col=1, gridcolor="#eee",
+    fig.update_yaxes(title_text="grains running", type=kind, row=1, col=2, gridcolor="#eee",
                      **({} if log else {"range": [0, top * 1.15 + 0.5]}))
     fig.update_xaxes(title_text="DAG time since the first grain (ms)", row=1, col=1)
-    fig.update_xaxes(title_text="wall-clock time since the first grain (ms)", row=2, col=1)
+    fig.update_xaxes(title_text="wall-clock time since the first grain (ms)", row=1, col=2)
     fig.update_layout(plot_bgcolor="white", margin=dict(l=60, r=10, t=40, b=40),
                       uirevision="keep", legend=dict(orientation="h", y=-0.12))
     return fig
@@ -210,32 +211,6 @@ def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 5_000) 
     return df.groupby(bucket).agg(agg).reset_index(drop=True)
 
 
-
-
-def gantt_under(rows: np.ndarray, t0: np.ndarray, t1: np.ndarray, overhead: pd.DataFrame,
-                width: float, window=None) -> list:
-    """The threads view's layers beneath the grains: per thread an idle track
-    over its whole run (what shows through is time nothing ran) and the
-    runtime's own time (creations, book-keeping, waiting in taskwaits and
-    taskgroups: what shows through is where no grain ran inside them)."""
-    out = []
-    if len(rows):
-        x, y, _ = _lines(rows, t0, t1, np.zeros(len(rows), np.int64), vertical=False)
-        out.append(go.Scattergl(x=x, y=y, mode="lines", name="idle (nothing ran)",
-                                hoverinfo="skip", line=dict(color=IDLE, width=width)))
-    ov = overhead
-    if window is not None and len(ov):
-        p0, p1, a, b = window
-        r, s0, s1 = (ov[c].to_numpy() for c in ("row", "start", "end"))
-        ov = ov[(r >= p0 - 1) & (r <= p1 + 1) & (s1 >= a * MS) & (s0 <= b * MS)]
-    if len(ov) and len(ov) <= 4 * DETAIL_LIMIT:
-        x, y, _ = _lines(ov["row"].to_numpy(np.float64), ov["start"].to_numpy(np.float64),
-                         ov["end"].to_numpy(np.float64), np.zeros(len(ov), np.int64),
-                         vertical=False)
-        out.append(go.Scattergl(x=x, y=y, mode="lines", hoverinfo="skip",
-                                name="runtime (create, book-keeping, taskwait)",
-                                line=dict(color=RUNTIME, width=width * 0.6)))
-    return out
 
 
 # -- data locality (docs/locality.md) ---------------------------------------------------

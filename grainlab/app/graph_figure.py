@@ -13,7 +13,7 @@ import numpy as np
 
 from ..export.drawing import Drawing, item_fill
 from ..export.palette import (CONTEXT_COLOR, CRITICAL, DIMMED, EDGE_COLORS, KIND_COLORS,
-                              SEVERITY_COLORS, SUMMARY_BORDER)
+                              SEVERITY_COLORS, SUMMARY_BORDER, severity_names)
 
 MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
@@ -31,10 +31,12 @@ def _segments(x, y0, y1, cd):
     return px, py, np.repeat(np.asarray(cd, dtype=object), 3).tolist()
 
 
-def dag_figure(d: Drawing, hover=None, title="") -> dict:
+def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict:
     """The figure as a plain dict (Plotly's own objects would validate every
     array again: half the time of a 10^6-grain view). `hover`: label per
-    grain/context id (rectangles' hover text)."""
+    grain/context id (rectangles' hover text). Time reads from the
+    drawing's first instant (the region's start), not the trace's clock."""
+    d = _from_start(d)
     it = d.items
     lo, hi = d.window
     min_len = (hi - lo) * 0.003          # a zero-length rectangle stays visible
@@ -66,7 +68,7 @@ def dag_figure(d: Drawing, hover=None, title="") -> dict:
                                    name="collapsed subtree", meta="summary-border",
                                    showlegend=False,
                                    line=dict(color=SUMMARY_BORDER, width=bar + 8)))
-    _add_rects(fig, d, rect, x, y0, y1, bar, hover)
+    _add_rects(fig, d, rect, x, y0, y1, bar, hover, by_value)
     if m.any():          # and a handle in its middle to click (hover picks points)
         tok = it["token"].to_numpy(dtype=object)[m]
         fig.append(dict(type="scattergl",
@@ -82,11 +84,15 @@ def dag_figure(d: Drawing, hover=None, title="") -> dict:
     layout = dict(
         title=dict(text=title or f"Grain graph ({what})", font=dict(size=14)),
         margin=dict(l=60, r=10, t=40, b=10), uirevision=f"dag-{d.mode}",
-        legend=dict(font=dict(size=11)), plot_bgcolor="white", clickmode="event",
+        # the legend beneath the drawing, not beside it: the columns get the width
+        legend=dict(font=dict(size=10), orientation="h", x=0, y=-0.01, yanchor="top",
+                    entrywidth=0.25, entrywidthmode="fraction"),
+        plot_bgcolor="white", clickmode="event",
         dragmode="zoom", hovermode="closest",
         xaxis=dict(showgrid=False, zeroline=False, showticklabels=False,
                    range=[-1, max(d.n_columns, 1)]),
-        yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time (ms)"),
+        yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time "
+                                   "from the start (ms)"),
                    gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False))
     if len(it) + len(d.edges) <= SVG_LIMIT:
         # SVG traces: faster than WebGL to start for a few thousand elements
@@ -95,6 +101,18 @@ def dag_figure(d: Drawing, hover=None, title="") -> dict:
             if tr["type"] == "scattergl":
                 tr["type"] = "scatter"
     return {"data": fig, "layout": layout}
+
+
+def _from_start(d: Drawing) -> Drawing:
+    """The drawing with its times from the window's start (0 at the top)."""
+    from dataclasses import replace
+    lo, hi = d.window
+    if not lo:
+        return d
+    it = d.items.copy()
+    it["y0"] = it["y0"] - lo
+    it["y1"] = it["y1"] - lo
+    return replace(d, items=it, window=(0, hi - lo))
 
 
 def _add_edges(fig, d: Drawing, x, y0, y1):
@@ -120,7 +138,7 @@ def _add_edges(fig, d: Drawing, x, y0, y1):
             opacity=0.9 if name in ("critical", "continuation") else 0.7))
 
 
-def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover):
+def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover, by_value=False):
     it = d.items
     fill = item_fill(it, d.n_grains)
     kind = it["kind"].to_numpy().astype(str)
@@ -133,15 +151,17 @@ def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover):
             px, py, cdl = _segments(x[m], y0[m] / MS, y1[m] / MS, cd)
             fig.append(dict(type="scattergl",
                 x=px, y=py, mode="lines", customdata=cdl, meta=k,
-                name=_legend_name(k, color), text=_hover(it, m, k, hover),
+                name=_legend_name(k, color, by_value), text=_hover(it, m, k, hover),
                 hovertemplate="%{text}<extra></extra>",
                 line=dict(color=color, width=bar + (4 if k == "summary" else 0))))
 
 
-def _legend_name(kind, color) -> str:
+def _legend_name(kind, color, by_value=False) -> str:
     if color in SEVERITY_COLORS:
         step = SEVERITY_COLORS.index(color)
-        return f"{KIND_NAMES[kind]}: problem, {20 * step}-{20 * step + 20}% past threshold"
+        if by_value:
+            return f"{KIND_NAMES[kind]}: {severity_names(True)[step]}"
+        return f"{KIND_NAMES[kind]}: {20 * step}-{20 * step + 20}% past threshold"
     if color == DIMMED:
         return f"{KIND_NAMES[kind]}: no problem (dimmed)"
     if color == CONTEXT_COLOR:

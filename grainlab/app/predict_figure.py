@@ -61,13 +61,24 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
         fig.add_trace(go.Scatter(x=P, y=alt["speedup_vs_baseline"], mode="lines+markers",
                                  name=f"what-if: {alt['change']}",
                                  line=dict(color=WHAT_IF, width=2, dash="dash")))
-    top = max(float(P.max()), float(np.max(pred["speedup_upper"])))
+    # the y axis spans the predictions and their range, not the linear line
+    # (64 cores would stretch a speed-up of 3 into the bottom quarter): from
+    # just below 1 (or the lowest prediction) to above the highest one
+    shown = [np.asarray(pred["speedup"], np.float64), np.asarray(pred["speedup_upper"],
+                                                                  np.float64)]
+    if alt:
+        shown.append(np.asarray(alt["speedup_vs_baseline"], np.float64))
+    top = max(float(np.nanmax(np.concatenate(shown))), 1.0) * 1.4
+    bottom = min(float(np.nanmin(np.concatenate(shown[:1] + shown[2:]))), 1.0) * 0.85
+    ticks = [v for v in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+             if bottom <= v <= top]
     fig.update_layout(
         title=title or f"Predicted speed-up: {pred.get('program') or pred.get('trace', '')}",
         plot_bgcolor="white", margin=dict(l=60, r=10, t=50, b=40),
         xaxis=dict(title="cores", type="log", tickvals=P, ticktext=[str(int(p)) for p in P],
                    gridcolor="#eeeeee"),
-        yaxis=dict(title="speed-up over 1 core", type="log", range=[np.log10(0.5),
-                   np.log10(top * 1.3)], gridcolor="#eeeeee"),
+        yaxis=dict(title="speed-up over 1 core", type="log", range=[np.log10(bottom),
+                   np.log10(top)], tickvals=ticks, ticktext=[f"{v:g}" for v in ticks],
+                   gridcolor="#eeeeee"),
         legend=dict(orientation="h", y=-0.18))
     return fig

@@ -64,7 +64,7 @@ def _header(data: AppData):
         html.Div(id="run-summary", children=(
             f"{s['grains']} grains ({s['tasks']} tasks, {s['chunks']} chunks) on "
             f"{s['cores_used']} core(s) · span {s['span_ns'] / 1e6:.3g} ms · "
-            f"exposed parallelism {s['parallelism']:.3g} · "
+            f"parallelism of the whole run {s['parallelism']:.3g} (work/span) · "
             f"critical path {len(s['critical_path'])} grains"
             + (f" ({data.span_note})" if data.span_note else "")
             + ("" if s["complete"] else " · INCOMPLETE trace"))),
@@ -79,21 +79,28 @@ def _controls(data: AppData):
         dcc.Tabs(id="view", value="summary", children=[dcc.Tab(label=lab, value=v)
                                                       for v, lab in views]),
         html.Div(className="row", children=[
-            html.Label("Problem "),
-            dcc.Dropdown(id="problem", clearable=False, style={"width": "320px"},
-                         options=[{"label": PROBLEM_LABELS.get(p, p), "value": p}
-                                  for p in problem_choices(data)],
-                         value=default_problem(data)),
-            html.Label(" threshold "),
-            dcc.Input(id="threshold", type="number", debounce=True, style={"width": "90px"}),
-            html.Span(id="problem-count", className="count"),
-            html.Span(id="lod", className="lod"),
-            html.Label(" export as "),
-            dcc.RadioItems(id="export-format", value="png", inline=True,
-                           options=[{"label": "PNG", "value": "png"},
-                                    {"label": "SVG", "value": "svg"}]),
+            html.Span(id="problem-controls", className="row", children=[
+                html.Label("Problem "),
+                dcc.Dropdown(id="problem", clearable=False, style={"width": "320px"},
+                             options=[{"label": PROBLEM_LABELS.get(p, p), "value": p}
+                                      for p in problem_choices(data)],
+                             value=default_problem(data)),
+                html.Label(" threshold "),
+                dcc.Input(id="threshold", type="number", debounce=True,
+                          style={"width": "90px"}),
+                html.Span(id="problem-count", className="count"),
+                html.Span(id="lod", className="lod")]),
+            html.Span(id="export-controls", className="row", children=[
+                html.Label(" export as "),
+                dcc.RadioItems(id="export-format", value="png", inline=True,
+                               options=[{"label": "PNG", "value": "png"},
+                                        {"label": "SVG", "value": "svg"}])]),
         ]),
     ])
+
+
+PROBLEM_VIEWS = ("graph", "threads")
+EXPORT_VIEWS = ("graph", "threads", "parallelism")
 
 
 def _register_page(app):
@@ -102,6 +109,17 @@ def _register_page(app):
     def show_view(state):
         view = (state or DEFAULT)["view"]
         return [{"display": "block" if v == view else "none"} for v in PANES]
+
+    # the problem and threshold colour the graph and the threads; the export
+    # format is the one of those figures and the parallelism panels
+    @app.callback(Output("problem-controls", "style"), Output("export-controls", "style"),
+                  Input("state", "data"))
+    def show_controls(state):
+        view = (state or DEFAULT)["view"]
+        shown = {"display": "contents"}   # its children in the row, as before
+        hidden = {"display": "none"}
+        return (shown if view in PROBLEM_VIEWS else hidden,
+                shown if view in EXPORT_VIEWS else hidden)
 
     @app.callback(Output("graph-fig", "config"), Output("parallelism-fig", "config"),
                   Output("threads-fig", "config"), Input("export-format", "value"))

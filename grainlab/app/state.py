@@ -8,6 +8,8 @@ import math
 import re
 from urllib.parse import parse_qs, urlencode
 
+import numpy as np
+
 from dash import Input, Output, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
@@ -20,8 +22,9 @@ VIEWS = [("summary", "Summary"), ("graph", "Grain graph"), ("locations", "Source
 # Every problem metric's label is the registry's (grainlab.metrics.registry).
 PROBLEM_LABELS = {**{name: registry.label(name) for name in registry.PROBLEM_ORDER},
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
-DEFAULT = {"view": "summary", "problem": "parallel_benefit", "threshold": None, "grain": None,
-           "location": None, "zoom": None, "tzoom": None, "layout": "dag", "expand": None,
+# "problem": None, the trace's worst (default_problem), so a URL always names its problem
+DEFAULT = {"view": "summary", "problem": None, "threshold": None, "grain": None,
+           "location": None, "zoom": None, "tzoom": None, "dzoom": None, "layout": "dag", "expand": None,
            "reduce": None}
 LAYOUTS = ("dag", "wall")          # grain graph: DAG time (thesis) or wall-clock placement
 REDUCTIONS = ("fragments", "forks", "bookkeeping")
@@ -43,7 +46,7 @@ def parse_state(search: str | None, data: AppData) -> dict:
     g = _number(q.get("grain"))
     s["grain"] = int(g) if g is not None and 0 <= g < data.n_grains else None
     s["location"] = q.get("location") or None
-    for key in ("zoom", "tzoom"):
+    for key in ("zoom", "tzoom", "dzoom"):
         parts = [_number(p) for p in (q.get(key) or "").split(",")]
         s[key] = parts if len(parts) == 4 and None not in parts else None
     if q.get("layout") in LAYOUTS:
@@ -76,6 +79,11 @@ def problem_choices(data: AppData) -> list:
 
 
 def default_problem(data: AppData) -> str:
+    """The trace's worst problem (AppData.worst_problem: the most work flagged),
+    else parallel benefit, else none."""
+    worst = getattr(data, "worst_problem", None)
+    if worst in data.problems:
+        return worst
     return "parallel_benefit" if "parallel_benefit" in data.problems else NO_PROBLEM
 
 
@@ -109,9 +117,10 @@ def register(app, data: AppData):
         Input("graph-fig", "clickData"), Input("threads-fig", "clickData"),
         Input("graph-fig", "relayoutData"), Input("threads-fig", "relayoutData"),
         Input("graph-layout", "value"), Input("graph-reduce", "value"),
-        Input("graph-collapse", "n_clicks"), State("state", "data"))
+        Input("graph-collapse", "n_clicks"), Input("graph-search", "value"),
+        State("state", "data"))
     def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout,
-             glayout, greduce, _collapse, state):
+             glayout, greduce, _collapse, find, state):
         trig = ctx.triggered_id
         # A new URL wins over whatever else fired with it, and a state that
         # lags the URL is rebuilt from it (the event that fired was seen
@@ -129,6 +138,10 @@ def register(app, data: AppData):
             st["view"] = view
         elif trig in ("graph-layout", "graph-reduce", "graph-collapse"):
             _on_graph_controls(st, trig, glayout, greduce)
+        elif trig == "graph-search":
+            _on_search(st, data, find)
+            if st["problem"] != base["problem"]:
+                th_out = None
         elif trig == "problem":
             st["problem"], st["threshold"] = problem, None
             th_out = data.default_threshold(problem)
@@ -147,7 +160,9 @@ def register(app, data: AppData):
             # overwrite a newer change made meanwhile, such as a threshold
             # typed while the page was still drawing.
             raise PreventUpdate
-        return st, format_state(st), no_update, no_update, th_out, no_update, no_update
+        problem_out = st["problem"] if trig == "graph-search" and \
+            st["problem"] != base["problem"] else no_update
+        return st, format_state(st), no_update, problem_out, th_out, no_update, no_update
 
 
 def _on_graph_controls(st: dict, trig: str, layout, reduce):
@@ -159,6 +174,37 @@ def _on_graph_controls(st: dict, trig: str, layout, reduce):
         st["reduce"] = [r for r in REDUCTIONS if r in (reduce or [])] or None
     elif trig == "graph-collapse" and st.get("expand"):
         st["expand"] = st["expand"][:-1] or None
+
+
+def find(data: AppData, text) -> tuple[str, object] | None:
+    """What the graph's search box names: ("grain", id) for "#12" or "12",
+    ("location", its full name) for a source location (exact, else the one
+    with the most grains among those containing the text, any case)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    m = re.fullmatch(r"#?(\d+)", text)
+    if m and int(m.group(1)) < data.n_grains:
+        return "grain", int(m.group(1))
+    locs, counts = np.unique(data.locations, return_counts=True)
+    if text in locs:
+        return "location", text
+    hit = np.char.find(np.char.lower(locs.astype(str)), text.lower()) >= 0
+    if not hit.any():
+        return None
+    return "location", str(locs[hit][np.argmax(counts[hit])])
+
+
+def _on_search(st: dict, data: AppData, text):
+    """A grain id selects it; a location highlights all its grains."""
+    found = find(data, text)
+    if found is None:
+        return
+    kind, value = found
+    if kind == "grain":
+        st["grain"] = value
+    else:
+        st["problem"], st["location"], st["threshold"] = LOCATION_VIEW, value, None
 
 
 def _on_figures(st: dict, data: AppData, fired: set, figures):
@@ -176,10 +222,11 @@ def _on_figures(st: dict, data: AppData, fired: set, figures):
                     st["expand"] = [*(st.get("expand") or []), token]
             elif not dag:   # a cell of the binned overview: expand it
                 st[key] = _expand(click, st.get(key), data, vertical=(key == "zoom"))
-        if dag:
-            continue        # the DAG-time graph zooms in the browser only
         if f"{fig}.relayoutData" in fired and relayout:
-            st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
+            if dag:     # zoomed in the browser; kept in the URL to restore it
+                st["dzoom"] = _zoom(relayout, st.get("dzoom"), vertical=True)
+            else:
+                st[key] = _zoom(relayout, st.get(key), vertical=(key == "zoom"))
 
 
 def _clicked_data(click):
@@ -232,7 +279,11 @@ def _zoom(relayout: dict, old, vertical: bool):
         return None if relayout.get("xaxis.autorange") else old
     try:
         x0, x1 = float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
-        y0, y1 = float(relayout["yaxis.range[0]"]), float(relayout["yaxis.range[1]"])
+        if not vertical and "yaxis.range[0]" not in relayout:
+            # the threads view zooms in time only (every thread stays shown)
+            y0, y1 = (old[0], old[1]) if old else (-0.5, 0.5)
+        else:
+            y0, y1 = float(relayout["yaxis.range[0]"]), float(relayout["yaxis.range[1]"])
     except (KeyError, TypeError, ValueError):
         return old
     lo_y, hi_y = sorted((y0, y1))

@@ -16,13 +16,13 @@ from .data import NO_PROBLEM, AppData
 from .figure_cache import FigureCache
 from ..export.palette import CLASS_COLORS, CLASS_NAMES, CRITICAL
 from .figures import MS, classes
-from .state import DEFAULT
+from .state import DEFAULT, default_problem
 
 
 def _problem(data: AppData, problem: str | None) -> str:
     if problem is not None:
         return problem
-    return DEFAULT["problem"] if DEFAULT["problem"] in data.problems else NO_PROBLEM
+    return default_problem(data)
 
 
 def app_figure(analysis, which: str = "graph", problem: str | None = None,
@@ -76,6 +76,8 @@ def _trace(ax, tr: dict):
         ax.pcolormesh(x, y, z, cmap=cmap, shading="auto", vmin=tr.get("zmin"),
                       vmax=tr.get("zmax"))
         return
+    if tr.get("type") == "bar":      # the threads view's exact bars: the image has them
+        return
     x, y = _array(tr.get("x")), _array(tr.get("y"))
     line = tr.get("line") or {}
     mode = tr.get("mode", "lines")
@@ -86,7 +88,8 @@ def _trace(ax, tr: dict):
                 solid_capstyle="butt", label=label,
                 marker="o" if "markers" in mode else None, ms=2.5)
     elif "markers" in mode:
-        ax.plot(x, y, "*", color=colour, ms=10, label=label)
+        square = (tr.get("marker") or {}).get("symbol") == "square"
+        ax.plot(x, y, "s" if square else "*", color=colour, ms=7 if square else 10, label=label)
 
 
 def to_matplotlib(fig: dict, ax=None, size=(9, 6)):
@@ -173,7 +176,7 @@ def figure(analysis, which: str = "graph", problem: str | None = None, ax=None,
     drawn as in its detail view, which a static image can afford."""
     data = data or AppData(analysis)
     fig = app_figure(analysis, which, problem, data)
-    if any(tr.get("type") == "heatmap" for tr in fig.get("data", [])):
+    if which != "threads" and any(tr.get("type") == "heatmap" for tr in fig.get("data", [])):
         state_problem = _problem(data, problem)
         return segments_figure(data, which, state_problem, fig, ax=ax)
     return to_matplotlib(fig, ax=ax)

@@ -168,7 +168,8 @@ def render(r: dict) -> str:
            f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
            f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains"
            f"{_path_share(r)})",
-           f"  parallelism  {r['parallelism']:.3g} (work / span)",
+           f"  parallelism  {r['parallelism']:.3g} of the whole run (work / span, serial "
+           "code included)",
            *_amdahl(r),
            *_cpu_lines(r),
            f"  inst. par.   interval {fmt_ns(ipx['interval_ns'])} ({ipx['interval_choice']}): "

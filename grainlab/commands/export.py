@@ -39,6 +39,11 @@ def add_parser(subparsers):
     p.add_argument("--svg", metavar="OUT", help="write the grain graph drawn as the "
                    "thesis draws it (the web app's layout) as SVG")
     p.add_argument("--png", metavar="OUT", help="the same drawing as PNG (needs Chromium)")
+    p.add_argument("--fit", metavar="WIDTHxHEIGHT",
+                   help="drawing: make the whole picture this size in px (e.g. 1100x850 "
+                        "for a page, 1600x900 for a slide): columns narrowed, labels that "
+                        "would overlap left out (default: 1000 px of drawing, at most "
+                        "2400 px wide)")
     p.add_argument("--reduced", action="store_true",
                    help="GraphML / drawing of the reduced graph (fragments, forks and "
                         "book-keeping grouped; for display of large graphs)")
@@ -64,6 +69,9 @@ def run(args) -> int:
                          "and/or --png OUT")
     if args.reduced and not (args.graphml or drawing):
         raise UsageError("export: --reduced applies to --graphml, --svg and --png only")
+    fit = _parse_fit(args.fit)
+    if args.fit and not drawing:
+        raise UsageError("export: --fit applies to --svg and --png only")
     if args.depth is not None and args.depth < 0:
         raise UsageError("export: --depth must be >= 0")
     for out in (args.graphml, args.perfetto, args.svg, args.png):
@@ -79,7 +87,7 @@ def run(args) -> int:
     a = Analysis(args.trace, progress=progress)
     g = graph_for_export(a, metrics=not args.no_metrics or bool(drawing))
     if drawing:
-        _drawings(args, a, g, progress)
+        _drawings(args, a, g, progress, fit)
     if args.graphml:
         progress(f"writing {args.graphml}")
         from ..export import write_graphml
@@ -115,7 +123,19 @@ def prepare_directory_check(out: Path, prepare) -> None:
         prepare(probe)
 
 
-def _drawings(args, a, g, progress):
+def _parse_fit(text):
+    """(width, height) of --fit WIDTHxHEIGHT, or None."""
+    if not text:
+        return None
+    import re
+    m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
+    if not m or not (200 <= int(m.group(1)) <= 20000 and 200 <= int(m.group(2)) <= 20000):
+        raise UsageError(f"export: --fit takes WIDTHxHEIGHT in px, each 200..20000 "
+                         f"(e.g. 1600x900), not {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _drawings(args, a, g, progress, fit=None):
     from ..export.drawing import GrainLayout, problem_severity
     from ..export.svg import write_png, write_svg
     sev = problem_severity(a, args.problem)
@@ -127,10 +147,11 @@ def _drawings(args, a, g, progress):
     c = d.counts()
     what = ", ".join(f"{c[k]} {k}" for k in ("fragment", "chunk", "fork", "join",
                                               "bookkeeping", "summary") if c.get(k))
+    size = dict(width=fit[0], height=fit[1], fit=True) if fit else {}
     for out, write, kind in ((args.svg, write_svg, "SVG"), (args.png, write_png, "PNG")):
         if out:
             progress(f"writing {out}")
-            info = _atomic(Path(out), lambda p, w=write: w(d, p, title=title))
+            info = _atomic(Path(out), lambda p, w=write: w(d, p, title=title, **size))
             print(f"{out}: {kind}, {what}; {len(d.edges)} edges, {_mb(info['bytes'])}")
 
 

@@ -83,6 +83,10 @@ def run(args) -> int:
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"grainlab: serving {args.trace} at http://{shown}:{port}/  (Ctrl-C stops)",
           flush=True)
+    # one line per request (the page polls /_grainlab/alive every few seconds)
+    # drowns what matters: only the server's warnings and errors
+    import logging
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     try:
         app.run(host=args.host, port=port, debug=False)
     except KeyboardInterrupt:

@@ -6,7 +6,7 @@ synchronization edges, turquoise book-keeping, green chunks, black
 continuation edges, red for the critical path; serial and team code
 (initial and implicit tasks) grey. Problem grains by severity: how far past
 its threshold a grain's value is, in SEVERITY_STEPS classes from light orange
-to purple; grains without the problem dimmed.
+pink to dark magenta; grains without the problem dimmed.
 """
 from __future__ import annotations
 
@@ -20,12 +20,15 @@ SUMMARY_BORDER = "#6a51a3"
 EDGE_COLORS = {"creation": "#2ca02c", "synchronization": "#ff7f0e",
                "continuation": "#222222", "dependence": "#7f7f7f"}
 EDGE = "#b0b0b0"              # edges of the app's wall-clock figures
-SEVERITY_COLORS = ["#fdd0a2", "#fdae6b", "#f16913", "#a63603", "#54278f"]
+# ColorBrewer RdPu: one hue, lightness falling with severity (perceptually
+# ordered), apart from the structure's green, orange, turquoise and red
+SEVERITY_COLORS = ["#fcc5c0", "#fa9fb5", "#f768a1", "#c51b8a", "#7a0177"]
 SEVERITY_STEPS = len(SEVERITY_COLORS)
 CONTEXT_COLOR = "#9e9e9e"     # serial / team code (initial and implicit tasks)
 DIMMED = "#e8e8e8"            # a grain without the problem, in the drawing
 NO_PROBLEM = "#dcdcdc"        # the same, in the app's segment figures
-IDLE = "#c6dbef"              # a thread waiting for work (threads view)
+IDLE = "#f0f0f0"              # a thread waiting for work (threads view): near-empty
+WORK = "#6baed6"              # a grain running without the problem (threads view)
 RUNTIME = "#525252"           # a thread in the runtime: creating, scheduling, synchronizing
 
 # Drawing classes of the app's figures: -1 serial / team code (contexts), 0 a
@@ -45,3 +48,18 @@ def severity_class(sev) -> np.ndarray:
     cls = np.where(sev > 0, 1 + np.minimum((np.nan_to_num(sev) * SEVERITY_STEPS)
                                            .astype(np.int64), SEVERITY_STEPS - 1), 0)
     return np.where(np.isnan(sev), -1, cls)
+
+
+# When most grains are flagged (more than BY_VALUE_SHARE of those with a
+# value), the five steps are the flagged grains' values in fifths (by rank,
+# mildest to worst), so that grains still differ: grainlab.app.data.
+BY_VALUE_SHARE = 0.8
+
+
+def severity_names(by_value: bool = False) -> list:
+    """Legend names of the five severity steps."""
+    if by_value:
+        return ["problem: mildest fifth by value", "2nd fifth by value", "3rd fifth by value",
+                "4th fifth by value", "worst fifth by value"]
+    return ["problem: < 20% past threshold", "20-40% past", "40-60% past", "60-80% past",
+            "> 80% past"]

@@ -19,7 +19,7 @@ def pane(data: AppData):
     controls = html.Div(className="row graph-controls", children=[
         html.Label("time "),
         dcc.RadioItems(id="graph-layout", value="dag", inline=True, options=[
-            {"label": "DAG (thesis: each node starts where its predecessors end)",
+            {"label": "DAG time",
              "value": "dag"},
             {"label": "wall clock", "value": "wall"}]),
         html.Label(" · reduce "),
@@ -27,6 +27,8 @@ def pane(data: AppData):
             {"label": "fragments", "value": "fragments"}, {"label": "forks", "value": "forks"},
             {"label": "book-keeping", "value": "bookkeeping"}]),
         html.Button("collapse last expanded", id="graph-collapse", n_clicks=0),
+        dcc.Input(id="graph-search", type="text", debounce=True, style={"width": "150px"},
+                  placeholder="find: #id or location"),
     ])
     return html.Div([controls, dcc.Graph(id="graph-fig", config=GRAPH_CONFIG,
                                          style={"height": "74vh"})])
@@ -57,5 +59,8 @@ def count_text(data: AppData, state: dict, count: int) -> str:
         data.default_threshold(problem)
     rule = P.RULES[problem]
     pct = 100.0 * count / data.n_grains if data.n_grains else 0.0
-    return (f" {count} of {data.n_grains} grains ({pct:.1f}%) with "
+    text = (f" {count} of {data.n_grains} grains ({pct:.1f}%) with "
             f"{problem} {'<' if rule.below else '>'} {th:.3g}")
+    if data.by_value(problem, state["threshold"]):
+        text += " · most grains flagged: coloured by value, in fifths (darker: worse)"
+    return text

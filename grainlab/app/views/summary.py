@@ -35,7 +35,8 @@ def _header(r: dict, data: AppData):
             ("work", f"{fmt_ns(r['work_ns'])} (in grains {fmt_ns(r['grain_work_ns'])})"),
             ("span", f"{fmt_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains"
                      + (f" ({data.span_note})" if data.span_note else "")),
-            ("exposed parallelism", f"{r['parallelism']:.3g} (work / span)")]
+            ("parallelism of the whole run",
+             f"{r['parallelism']:.3g} (work / span, serial code included)")]
     if td.get("total"):
         pct = {k: 100.0 * td[k] / td["total"] for k in ("work", "overhead", "idle")}
         rows.append(("thread time", f"work {pct['work']:.1f}%, runtime overhead "

@@ -10,7 +10,7 @@ from .graph import GRAPH_CONFIG
 
 
 def pane(data: AppData):
-    return dcc.Graph(id="threads-fig", config=GRAPH_CONFIG, style={"height": "70vh"})
+    return dcc.Graph(id="threads-fig", config=GRAPH_CONFIG, style={"minHeight": "300px"})
 
 
 def register(app, data: AppData, figures):

@@ -1,0 +1,276 @@
+"""The threads view: one full-height track per thread, as Perfetto and VTune
+draw them, and a critical-path track beneath.
+
+Every moment of a thread is in exactly one state, so nothing is drawn twice:
+
+- **work**: a grain's fragment or chunk (coloured as on the graph: by severity
+  of the chosen problem, dimmed, or grey for serial / team code);
+- **runtime**: the runtime's own time where no grain ran inside it (creating
+  tasks, book-keeping, sitting in a taskwait / taskgroup with nothing to run);
+- **idle**: neither (a thread of the team waiting for work, before its first
+  and after its last grain included: the run's extent is every thread's).
+
+`ThreadTimeline` splits each thread's time into these states once per trace
+(a sweep over the sorted interval ends). A figure is then an image binned over
+the visible time window (`bins` columns: about one per pixel), each cell the
+highest-priority state in it (work over runtime over idle, the most severe
+grain among work), so every busy instant is drawn however small its grain;
+its hover gives the cell's share of each state. When the window holds at
+most `DETAIL_LIMIT` fragments, each is also drawn as a bar with exact ends,
+hover and click. Zooming (time only: every thread stays shown) redraws the
+image over the new window, so detail returns as one zooms in.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..export.palette import (CLASS_COLORS, CLASS_NAMES, CRITICAL, IDLE, RUNTIME, WORK,
+                              severity_names)
+
+MS = 1e6
+DETAIL_LIMIT = 8_000
+BINS = 1000
+
+# state codes of the image, in priority order (a cell shows its highest)
+IDLE_CODE, RUNTIME_CODE = 0, 1
+WORK_BASE = 3               # work of drawing class k (-1..5) is WORK_BASE + k
+CRIT_CODE = WORK_BASE + max(CLASS_COLORS) + 1
+STATE_NAMES = {IDLE_CODE: "idle (thread waiting, nothing to run)",
+               RUNTIME_CODE: "runtime (creating, book-keeping, taskwait with nothing to run)",
+               CRIT_CODE: "critical path (its grains, when they ran)"}
+ROW_PX = (28, 110)          # a track's height in pixels: at least, at most
+PLOT_PX = 520               # the tracks' total height aimed at
+
+
+def code_colors() -> dict:
+    out = {IDLE_CODE: IDLE, RUNTIME_CODE: RUNTIME, CRIT_CODE: CRITICAL}
+    out.update({WORK_BASE + k: c for k, c in CLASS_COLORS.items()})
+    out[WORK_BASE] = WORK    # busy without the problem: plainly busy, unlike idle
+    return out
+
+
+class ThreadTimeline:
+    """Each thread's time split into work, runtime and idle, once per trace.
+
+    work: (row, start, end, owner) of the grains' and contexts' fragments;
+    runtime: (row, start, end) of the runtime's own time (may contain work:
+    only what no work covers is kept); t0, t1: the run's extent (ns)."""
+
+    def __init__(self, work: pd.DataFrame, runtime: pd.DataFrame, n_rows: int,
+                 t0: int, t1: int):
+        self.n_rows, self.t0, self.t1 = int(n_rows), int(t0), int(t1)
+        w = work[work["row"] >= 0]
+        self.w_row = w["row"].to_numpy(np.int64)
+        self.w_start = w["start"].to_numpy(np.int64)
+        self.w_end = w["end"].to_numpy(np.int64)
+        self.w_owner = w["owner"].to_numpy(np.int64)
+        o = np.argsort(self.w_start, kind="stable")
+        self.w_row, self.w_start, self.w_end, self.w_owner = \
+            self.w_row[o], self.w_start[o], self.w_end[o], self.w_owner[o]
+        rt = runtime[runtime["row"] >= 0]
+        rt_only, idle = _split(self.n_rows, self.t0, self.t1, self.w_row, self.w_start,
+                               self.w_end, rt["row"].to_numpy(np.int64),
+                               rt["start"].to_numpy(np.int64), rt["end"].to_numpy(np.int64))
+        self.rt_row, self.rt_start, self.rt_end = rt_only
+        self.idle_row, self.idle_start, self.idle_end = idle
+
+    def busy_ns(self) -> np.ndarray:
+        """Work time per thread row (what a test checks is drawn)."""
+        return np.bincount(self.w_row, self.w_end - self.w_start, minlength=self.n_rows)
+
+    def in_window(self, a_ns: float, b_ns: float) -> np.ndarray:
+        """Indices of the work fragments overlapping [a, b]."""
+        hi = np.searchsorted(self.w_start, b_ns, side="right")
+        idx = np.arange(hi)
+        return idx[self.w_end[:hi] >= a_ns]
+
+
+def _split(n_rows, t0, t1, w_row, w_s, w_e, r_row, r_s, r_e):
+    """(runtime not covered by work, idle: covered by neither within [t0, t1]),
+    each as (row, start, end) arrays: one sweep over the sorted interval ends."""
+    n_w, n_r = len(w_row), len(r_row)
+    row = np.concatenate([w_row, w_row, r_row, r_row])
+    time = np.concatenate([w_s, w_e, r_s, r_e])
+    dw = np.concatenate([np.ones(n_w, np.int64), -np.ones(n_w, np.int64),
+                         np.zeros(2 * n_r, np.int64)])
+    dr = np.concatenate([np.zeros(2 * n_w, np.int64), np.ones(n_r, np.int64),
+                         -np.ones(n_r, np.int64)])
+    o = np.lexsort((time, row))
+    row, time, dw, dr = row[o], time[o], dw[o], dr[o]
+    cw, cr = np.cumsum(dw), np.cumsum(dr)   # each row's intervals close within it
+    same = row[:-1] == row[1:]
+    seg_s, seg_e, seg_row = time[:-1], time[1:], row[:-1]
+    long = same & (seg_e > seg_s)
+    w_on, r_on = cw[:-1] > 0, cr[:-1] > 0
+    rt = long & ~w_on & r_on
+    idle = long & ~w_on & ~r_on
+    runtime = (seg_row[rt], seg_s[rt], seg_e[rt])
+    # idle before each row's first and after its last event, and rows without any
+    first = np.ones(len(row), bool)
+    first[1:] = row[1:] != row[:-1]
+    last = np.ones(len(row), bool)
+    last[:-1] = row[:-1] != row[1:]
+    empty = np.setdiff1d(np.arange(n_rows), row)
+    i_row = np.concatenate([seg_row[idle], row[first], row[last], empty])
+    i_s = np.concatenate([seg_s[idle], np.full(first.sum(), t0), time[last],
+                          np.full(len(empty), t0)])
+    i_e = np.concatenate([seg_e[idle], time[first], np.full(last.sum(), t1),
+                          np.full(len(empty), t1)])
+    keep = i_e > i_s
+    return runtime, (i_row[keep], i_s[keep], i_e[keep])
+
+
+def _cover(n_rows, bins, edges, row, s, e):
+    """Per (row, bin): does an interval cover any of it (bool), and the time
+    it covers (ns): intervals of one kind do not overlap."""
+    nb = bins
+    lo = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, nb - 1)
+    hi = np.clip(np.searchsorted(edges, e, side="left") - 1, 0, nb - 1)
+    hi = np.maximum(hi, lo)
+    n = n_rows * (nb + 1)
+    diff = np.bincount(row * (nb + 1) + lo, minlength=n) - \
+        np.bincount(row * (nb + 1) + hi + 1, minlength=n)
+    hit = np.cumsum(diff.reshape(n_rows, nb + 1), axis=1)[:, :nb] > 0
+    # covered time: first and last bin partly, the ones between fully
+    width = edges[1] - edges[0]
+    one = lo == hi
+    t = np.zeros(n_rows * nb)
+    t += np.bincount(row[one] * nb + lo[one], (np.minimum(e, edges[-1]) -
+                                               np.maximum(s, edges[0]))[one], minlength=n_rows * nb)
+    m = ~one
+    t += np.bincount(row[m] * nb + lo[m], (edges[lo[m] + 1] - np.maximum(s[m], edges[0])),
+                     minlength=n_rows * nb)
+    t += np.bincount(row[m] * nb + hi[m], (np.minimum(e[m], edges[-1]) - edges[hi[m]]),
+                     minlength=n_rows * nb)
+    mid = np.bincount(row[m] * (nb + 1) + lo[m] + 1, minlength=n) - \
+        np.bincount(row[m] * (nb + 1) + hi[m], minlength=n)
+    full = np.cumsum(mid.reshape(n_rows, nb + 1), axis=1)[:, :nb]
+    t = t.reshape(n_rows, nb) + np.maximum(full, 0) * width
+    return hit, t
+
+
+def threads_figure(tl: ThreadTimeline, cls: np.ndarray, critical: np.ndarray,
+                   thread_names, window=None, hover_labels=None, title="",
+                   bins: int = BINS, by_value: bool = False) -> tuple[go.Figure, str]:
+    """The figure and its level of detail ("detail": every fragment also a bar;
+    "overview": the image alone). `cls`: drawing class per owner (figures.classes),
+    `critical`: per owner; `window`: (p0, p1, t0_ms, t1_ms), only time is used."""
+    n = tl.n_rows
+    a, b = float(tl.t0), float(max(tl.t1, tl.t0 + 1))
+    if window is not None:
+        a, b = max(window[2] * MS, a - (b - a)), min(window[3] * MS, b + (b - a))
+        if b <= a:
+            a, b = float(tl.t0), float(max(tl.t1, tl.t0 + 1))
+    edges = np.linspace(a, b, bins + 1)
+    rows = n + 1                                   # + the critical-path track
+    z = np.full((rows, bins), np.nan)
+    shares = np.zeros((3, rows, bins))
+    sel = [(IDLE_CODE, tl.idle_row, tl.idle_start, tl.idle_end, None),
+           (RUNTIME_CODE, tl.rt_row, tl.rt_start, tl.rt_end, None)]
+    wi = tl.in_window(a, b)
+    wcls = cls[tl.w_owner[wi]].astype(np.int64) if len(wi) else np.zeros(0, np.int64)
+    for k in sorted(CLASS_COLORS):
+        m = wcls == k
+        if m.any():
+            sel.append((WORK_BASE + k, tl.w_row[wi][m], tl.w_start[wi][m], tl.w_end[wi][m], None))
+    for code, r, s, e, _ in sel:
+        keep = (e >= a) & (s <= b)
+        if not keep.any():
+            continue
+        hit, t = _cover(n, bins, edges, r[keep], s[keep].astype(np.float64),
+                        e[keep].astype(np.float64))
+        z[:n][hit] = code                           # in priority order: later wins
+        shares[min(code, 2), :n] += t
+    crit = critical[tl.w_owner[wi]] if len(wi) else np.zeros(0, bool)
+    if crit.any():
+        s, e = tl.w_start[wi][crit].astype(np.float64), tl.w_end[wi][crit].astype(np.float64)
+        hit, t = _cover(1, bins, edges, np.zeros(len(s), np.int64), s, e)
+        z[n][hit[0]] = CRIT_CODE
+        shares[2, n] = t[0]
+    colors = code_colors()
+    lo, hi = 0, CRIT_CODE
+    scale = []
+    for k in range(lo, hi + 1):
+        c = colors.get(k, "#ffffff")
+        scale += [[max((k - 0.5) / hi, 0.0), c], [min((k + 0.5) / hi, 1.0), c]]
+    centres = (edges[:-1] + edges[1:]) / 2 / MS
+    pct = np.round(100 * shares / max((b - a) / bins, 1e-9)).astype(np.int64)
+    text = np.char.add(np.char.add(np.char.add("work ", pct[2].astype(str)),
+                                   np.char.add("%, runtime ", pct[1].astype(str))),
+                       np.char.add("%, idle ", np.char.add(pct[0].astype(str), "%")))
+    fig = go.Figure()
+    fig.add_trace(go.Heatmap(
+        x=centres, y=np.arange(rows), z=z, zmin=lo, zmax=hi, colorscale=scale,
+        showscale=False, name="threads", text=text, zsmooth=False, xgap=0, ygap=0,
+        hovertemplate="%{x:.4f} ms: %{text}<extra></extra>"))
+    level = "overview"
+    if len(wi) <= DETAIL_LIMIT:
+        level = "detail"
+        _bars(fig, tl, wi, wcls, crit, n, colors, hover_labels)
+    # the legend: one entry per state drawn
+    shown = sorted({int(c) for c in np.unique(z[~np.isnan(z)])} | {IDLE_CODE, RUNTIME_CODE})
+    names = {**STATE_NAMES, **{WORK_BASE + k: "work: " + v for k, v in CLASS_NAMES.items()}}
+    names.update({WORK_BASE + k + 1: "work: " + v
+                  for k, v in enumerate(severity_names(by_value))})
+    for code in shown:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=names[code],
+                                 marker=dict(symbol="square", size=12, color=colors[code],
+                                             line=dict(color="#888", width=1)),
+                                 hoverinfo="skip", showlegend=True))
+    track_px = int(np.clip(PLOT_PX / rows, *ROW_PX))
+    fig.update_layout(
+        title=dict(text=title, y=1, yanchor="top", yref="container", pad=dict(t=8)),
+        margin=dict(l=110, r=10, t=40, b=50 + 22 * 4), uirevision="keep",
+        height=track_px * rows + 40 + 50 + 22 * 4, plot_bgcolor="white",
+        legend=dict(orientation="h", y=0, yanchor="bottom", x=0, yref="container"), clickmode="event",
+        dragmode="zoom", barmode="overlay", hovermode="closest", meta={"track_px": track_px})
+    fig.update_xaxes(title="time since start (ms)", gridcolor="#eee", range=[a / MS, b / MS])
+    fig.update_yaxes(tickvals=list(range(rows)),
+                     ticktext=[*[f"thread {t}" for t in thread_names], "critical path"],
+                     range=[rows - 0.5, -0.5], autorange=False, fixedrange=True,
+                     showgrid=False, zeroline=False)
+    return fig, level
+
+
+def _bars(fig, tl, wi, wcls, crit, n, colors, hover_labels):
+    """Each fragment in the window as a bar (exact ends, hover, click)."""
+    if not len(wi):
+        return
+    s = tl.w_start[wi] / MS
+    d = (tl.w_end[wi] - tl.w_start[wi]) / MS
+    own = tl.w_owner[wi]
+    text = None
+    if hover_labels is not None:
+        text = np.asarray(hover_labels, dtype=object)[own]
+    col = np.array([colors[WORK_BASE + int(k)] for k in wcls], dtype=object) \
+        if len(wcls) else []
+    fig.add_trace(go.Bar(
+        orientation="h", base=s, x=d, y=tl.w_row[wi], width=1.0, customdata=own.tolist(),
+        marker=dict(color=col, line=dict(width=0)), name="grains", showlegend=False,
+        hovertext=text, hovertemplate="%{hovertext}<extra></extra>" if text is not None
+        else None, hoverinfo=None if text is not None else "skip"))
+    if crit.any():
+        fig.add_trace(go.Bar(
+            orientation="h", base=s[crit], x=d[crit], y=np.full(int(crit.sum()), n),
+            width=1.0, customdata=own[crit].tolist(), marker=dict(color=CRITICAL,
+                                                                  line=dict(width=0)),
+            name="critical path grains", showlegend=False,
+            hovertext=None if text is None else text[crit],
+            hovertemplate="%{hovertext}<extra></extra>" if text is not None else None))
+
+
+def selection_shapes(tl: ThreadTimeline, gid: int, critical_row: int | None) -> list:
+    """Outlines of a grain's fragments on their threads (and on the
+    critical-path track when it is there)."""
+    m = tl.w_owner == gid
+    out = []
+    for r, s, e in zip(tl.w_row[m], tl.w_start[m], tl.w_end[m]):
+        rows = [int(r)] + ([critical_row] if critical_row is not None else [])
+        for rr in rows:
+            out.append(dict(type="rect", xref="x", yref="y", x0=s / MS, x1=e / MS,
+                            y0=rr - 0.5, y1=rr + 0.5, line=dict(color="#000000", width=3),
+                            fillcolor="rgba(0,0,0,0)", layer="above",
+                            name=f"selected #{gid}"))
+    return out
