@@ -472,3 +472,15 @@ def test_what_if_names_a_location_by_its_function(record):
     assert not (location_mask(a.locations, "heavy") & location_mask(a.locations, "light")).any()
     with pytest.raises(UsageError):
         location_mask(a.locations, "heav")       # a function name is matched whole
+
+
+def test_the_parallelism_shown_names_its_part(record):
+    """work/span of the parallel part (predict's default) and of the whole run
+    (--whole, as analyze's header) are two numbers: each is named where shown."""
+    from grainlab.app.predict_figure import prediction_figure
+    a = gl.analyze(record("fib", 15, 6, threads=1))
+    part, whole = a.predict([1, 2]), a.predict([1, 2], whole=True)
+    assert (part["part"], whole["part"]) == ("parallel part", "whole run")
+    assert whole["parallelism"] == pytest.approx(a.summary["parallelism"], rel=1e-9)
+    names = [t.name for t in prediction_figure(part).data if t.name]
+    assert any(n.startswith("parallelism of the parallel part") for n in names), names

@@ -32,6 +32,8 @@ def predict(a, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
     fitted = contention if contention is not None else \
         _fitted(a, rep, costs, runs, measured)
     out["serial"] = serial_part(g, out["work_ns"], whole)
+    # which parallelism work / span is: the same words wherever it is shown
+    out["part"] = "whole run" if whole else "parallel part"
     if wti is None:
         _contend(a, rep, out, costs, fitted)
     if what_if is None and merge_below is None:

@@ -35,7 +35,9 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
                              name="bounds: max(work/P, span) .. Brent with costs"))
     fig.add_trace(go.Scatter(x=P, y=P, mode="lines", name="linear (work/P)",
                              line=dict(color=BOUND, dash="dot")))
-    for value, name, dash in ((pred["parallelism"], "parallelism (work/span)", "dash"),
+    part = pred.get("part", "parallel part")
+    for value, name, dash in ((pred["parallelism"], f"parallelism of the {part} (work/span)",
+                               "dash"),
                               (pred["burdened_parallelism"], "burdened parallelism", "dashdot")):
         fig.add_trace(go.Scatter(x=[P.min(), P.max()], y=[value, value], mode="lines",
                                  name=f"{name} {value:.1f}", line=dict(color=BOUND, dash=dash)))
