@@ -5,6 +5,7 @@ time into work / runtime / idle (no instant in two states)."""
 from __future__ import annotations
 
 import io
+import time
 
 import numpy as np
 import pandas as pd
@@ -52,15 +53,30 @@ def _check_tracks(d, url, tl, name):
     from PIL import Image
     from grainlab.app.threads_figure import CRIT_CODE, WORK_BASE, code_colors
     d.get(url + "?view=threads")
-    geo = wait_for(lambda: d.execute_script("""
-        const gd = document.querySelector('#threads-fig .js-plotly-plot');
-        if (!gd || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.data
-            || !gd.data.length || gd.data[0].type !== 'heatmap') return null;
-        const L = gd._fullLayout, r = gd.getBoundingClientRect();
-        return {left: r.left + L.xaxis._offset, width: L.xaxis._length, x0: L.xaxis.range[0],
-                x1: L.xaxis.range[1], top: r.top + L.yaxis._offset, height: L.yaxis._length,
-                y0: L.yaxis.range[0], y1: L.yaxis.range[1], dpr: window.devicePixelRatio};
-        """), what="the threads figure")
+    def geometry():
+        return d.execute_script("""
+            const gd = document.querySelector('#threads-fig .js-plotly-plot');
+            if (!gd || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.data
+                || !gd.data.length || gd.data[0].type !== 'heatmap') return null;
+            const L = gd._fullLayout, r = gd.getBoundingClientRect();
+            return {left: r.left + L.xaxis._offset, width: L.xaxis._length, x0: L.xaxis.range[0],
+                    x1: L.xaxis.range[1], top: r.top + L.yaxis._offset, height: L.yaxis._length,
+                    y0: L.yaxis.range[0], y1: L.yaxis.range[1], dpr: window.devicePixelRatio,
+                    z: gd.data[0].z ? gd.data[0].z.length : 0, n: gd.data.length};
+            """)
+    # the figure as it stays: a first draw may be redrawn (a resize, the
+    # page's first state), so wait for the same geometry and data twice
+    previous = {}
+
+    def settled():
+        now = geometry()
+        same = now is not None and now == previous.get("geo")
+        previous["geo"] = now
+        if not same:
+            time.sleep(0.5)
+        return now if same else None
+    geo = wait_for(settled, what="the threads figure, drawn and settled")
+    d.execute_script("document.activeElement && document.activeElement.blur();")
     shot(d, name)
     img = np.asarray(Image.open(io.BytesIO(d.get_screenshot_as_png())).convert("RGB"),
                      np.int64)

@@ -151,6 +151,23 @@ def _cover(n_rows, bins, edges, row, s, e):
     return hit, t
 
 
+def _colorscale(colors: dict, lo: int, hi: int) -> list:
+    """A stepped plotly colour scale: each state code its own flat colour."""
+    scale = []
+    for k in range(lo, hi + 1):
+        c = colors.get(k, "#ffffff")
+        scale += [[max((k - 0.5) / hi, 0.0), c], [min((k + 0.5) / hi, 1.0), c]]
+    return scale
+
+
+def _cell_text(shares: np.ndarray, cell_ns: float) -> np.ndarray:
+    """Each cell's hover: its shares of work, runtime and idle time."""
+    pct = np.round(100 * shares / max(cell_ns, 1e-9)).astype(np.int64)
+    return np.char.add(np.char.add(np.char.add("work ", pct[2].astype(str)),
+                                   np.char.add("%, runtime ", pct[1].astype(str))),
+                       np.char.add("%, idle ", np.char.add(pct[0].astype(str), "%")))
+
+
 def threads_figure(tl: ThreadTimeline, cls: np.ndarray, critical: np.ndarray,
                    thread_names, window=None, hover_labels=None, title="",
                    bins: int = BINS, by_value: bool = False) -> tuple[go.Figure, str]:
@@ -191,15 +208,9 @@ def threads_figure(tl: ThreadTimeline, cls: np.ndarray, critical: np.ndarray,
         shares[2, n] = t[0]
     colors = code_colors()
     lo, hi = 0, CRIT_CODE
-    scale = []
-    for k in range(lo, hi + 1):
-        c = colors.get(k, "#ffffff")
-        scale += [[max((k - 0.5) / hi, 0.0), c], [min((k + 0.5) / hi, 1.0), c]]
+    scale = _colorscale(colors, lo, hi)
     centres = (edges[:-1] + edges[1:]) / 2 / MS
-    pct = np.round(100 * shares / max((b - a) / bins, 1e-9)).astype(np.int64)
-    text = np.char.add(np.char.add(np.char.add("work ", pct[2].astype(str)),
-                                   np.char.add("%, runtime ", pct[1].astype(str))),
-                       np.char.add("%, idle ", np.char.add(pct[0].astype(str), "%")))
+    text = _cell_text(shares, (b - a) / bins)
     fig = go.Figure()
     fig.add_trace(go.Heatmap(
         x=centres, y=np.arange(rows), z=z, zmin=lo, zmax=hi, colorscale=scale,

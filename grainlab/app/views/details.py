@@ -9,7 +9,7 @@ import numpy as np
 from dash import Input, Output, dcc, html
 
 from ... import problems as P
-from ...commands._output import fmt_ns
+from ...units import fmt_ns
 from ...metrics import registry
 from ..data import AppData
 from ..state import format_state
