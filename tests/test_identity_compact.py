@@ -17,6 +17,7 @@ are made on demand. Checked here:
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import random
 
 import numpy as np
@@ -505,3 +506,17 @@ def test_exports_of_graphs_without_identity_columns_use_short_labels(record, tmp
     got = {e["args"]["grain"]: e["args"]["identity"] for e in events
            if isinstance(e.get("args"), dict) and "grain" in e["args"]}
     assert got and all(v == expected(k) for k, v in got.items())
+
+
+def test_grains_match_when_the_single_went_to_another_thread():
+    """Two real runs of fib 14 4 (tests/data): at 1 thread, and at 2 where
+    thread 1 won the `single`. The producer is ".p0" in both, so every grain
+    matches by identity (the hash once held the winner's team index, and
+    compare refused the pair)."""
+    data = Path(__file__).resolve().parent / "data"
+    a = grainlab.load(data / "fib14_t1.parquet").graph()
+    b = grainlab.load(data / "fib14_t2_single_on_thread1.parquet").graph()
+    assert int(b.contexts.loc[b.grains["parent"].iloc[0], "team_index"]) == 1
+    c = grainlab.analyze(data / "fib14_t2_single_on_thread1.parquet").compare(
+        data / "fib14_t1.parquet")
+    assert c.info["matched"] == len(a.grains) == len(b.grains) == 30

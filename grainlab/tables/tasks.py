@@ -251,7 +251,10 @@ def _add_lineage(tasks, regions, with_strings=True):
     a[explicit] = child_index[explicit]
     tag[imp] = np.where(winner[imp], PARALLEL, IMPLICIT_STEP)
     a[imp] = imp_ordinal
-    b[imp] = tasks["team_index"].to_numpy()[imp]
+    # the winner's step is ".p<r>" whichever thread won: its team index is not
+    # part of its name, so not of its hash either (else two runs whose single
+    # went to different threads matched no grain: compare refused them)
+    b[imp] = np.where(winner[imp], 0, tasks["team_index"].to_numpy()[imp])
     # a task no root reaches (no known parent: no step) has no identity
     names = Names.from_tree(parent_pos, np.where(initial | (parent_pos >= 0), tag, -1), a, b)
     tasks["depth"] = names.level
