@@ -49,11 +49,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import schema as S
 from ..errors import GrainlabError, UsageError
+from ..trace.trace import events_frame
 
 BOUNDARY = (S.THREAD_BEGIN, S.THREAD_END, S.PARALLEL_BEGIN, S.PARALLEL_END,
             S.IMPLICIT_BEGIN, S.IMPLICIT_END)
@@ -190,16 +190,7 @@ def read_part(path, part: dict):
     table = parquet.read_row_groups(groups, use_threads=True) if groups else \
         parquet.schema_arrow.empty_table()
     sizes = np.array([parquet.metadata.row_group(r).num_rows for r in groups], np.int64)
-    columns = {}
-    for name in table.column_names:
-        col = table.column(name)
-        if name.startswith(S.COUNTER_PREFIX):
-            columns[name] = col.cast(pa.int64()).to_pandas(
-                types_mapper={pa.int64(): pd.Int64Dtype()}.get).array
-        else:
-            columns[name] = col.to_numpy()
-    events = pd.DataFrame(columns, copy=False)
-    events["row_group"] = np.repeat(np.asarray(groups, np.int32), sizes)
+    events = events_frame(table, groups, sizes)
     hz = float(meta["clock"]["hz"])
     events["time"] = np.rint(events["tsc"].to_numpy().astype(np.float64) * (1e9 / hz)
                              ).astype(np.int64)

@@ -219,12 +219,9 @@ class Trace:
         return info_of(self)
 
 
-def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
-    try:
-        table = parquet.read(use_threads=True)
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
-    sizes = row_group_sizes(parquet)
+def events_frame(table: pa.Table, groups, sizes) -> pd.DataFrame:
+    """The event rows of `table` (row groups `groups` of the file, `sizes`
+    rows each, in order) as a DataFrame with their `row_group` column."""
     columns = {}
     for name in table.column_names:
         col = table.column(name)
@@ -235,7 +232,17 @@ def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
         else:
             columns[name] = col.to_numpy()
     events = pd.DataFrame(columns, copy=False)
-    events["row_group"] = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    events["row_group"] = np.repeat(np.asarray(groups, np.int32), sizes)
+    return events
+
+
+def _read_events(path: Path, parquet: pq.ParquetFile, meta: dict):
+    try:
+        table = parquet.read(use_threads=True)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
+    sizes = row_group_sizes(parquet)
+    events = events_frame(table, np.arange(len(sizes)), sizes)
     hz = float(meta["clock"]["hz"])
     tsc = events["tsc"].to_numpy()
     events["time"] = np.rint(tsc.astype(np.float64) * (1e9 / hz)).astype(np.int64)
