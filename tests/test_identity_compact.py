@@ -447,8 +447,8 @@ def test_app_details_show_the_identity_with_or_without_the_column(record, monkey
         assert row["identity"] == want[gid]
         assert list(row.index[:2]) == ["kind", "identity"]
     # contexts are labelled by their identity either way
-    labels = data._hover_labels(g)
     G = len(g.grains)
+    labels = data.hover[np.arange(len(data.hover))]
     assert list(labels[G:]) == ["serial/team code " + s for s in g.identities(g.contexts.index)]
     assert all(f"#{i} " in labels[i] for i in range(G))
 

@@ -12,6 +12,7 @@ from ..export.palette import BY_VALUE_SHARE
 from ..metrics.contract import is_one_of
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
+from .hover import HoverLabels
 from .threads_figure import ThreadTimeline
 
 LOCATION_VIEW = "location"      # the "by source location" view
@@ -48,7 +49,7 @@ class AppData:
         self.worst_problem = self._worst_problem()
         self.locations = a.locations.to_numpy().astype(str)
         self.by_location = a.by_location()
-        self.hover = self._hover_labels(g)
+        self.hover = HoverLabels(g, self.locations)
         self.edges = self._edges(g) if self.n_grains <= EDGE_LIMIT else None
         step("parallelism profiles")
         profiles = a.parallelism_profiles
@@ -147,31 +148,6 @@ class AppData:
         return k >= 5 and k > BY_VALUE_SHARE * valued
 
     # -- prepared tables ----------------------------------------------------------
-    def _hover_labels(self, g) -> np.ndarray:
-        gr = g.grains
-        labels = np.empty(self.n_total, dtype=object)
-        if self.n_grains:
-            work_us = (gr["work"].to_numpy(np.float64) / 1e3).round(1).astype(str)
-            kind = gr["kind"].astype(str).to_numpy()
-            if "identity" in gr:
-                ident = gr["identity"].astype(str).to_numpy()
-            else:
-                # long identities are not made for every grain: a short
-                # stand-in (the details panel shows the full one)
-                ident = ("depth " + gr["depth"].astype(str).to_numpy() + ", child "
-                         + gr["child_number"].astype(str).to_numpy() + " of #"
-                         + gr["parent"].astype(str).to_numpy())
-            labels[:self.n_grains] = (
-                "#" + gr.index.astype(str).to_numpy() + " " + kind + " " + ident + "<br>"
-                + self.locations + "<br>work " + work_us + " us")
-        cx = g.contexts
-        if len(cx):
-            cid = g.identities(cx.index.to_numpy()) if "identity" not in cx else \
-                cx["identity"].to_numpy(dtype=object)
-            labels[self.n_grains:] = ("serial/team code " + pd.Series(cid, dtype=object)
-                                      .astype(str)).to_numpy()
-        return labels
-
     def _overhead(self, g) -> pd.DataFrame:
         """The runtime's own time per thread: forks (creation), book-keeping,
         and the taskwait / taskgroup joins a thread sat in (row, start, end)."""

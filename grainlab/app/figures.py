@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..export.palette import CLASS_COLORS, CLASS_NAMES, CRITICAL, EDGE, severity_class
+from .hover import hover_text
 
 DETAIL_LIMIT = 8_000        # segments drawn one by one at most ("a few thousand grains")
 EDGE_LIMIT = 3_000          # grains below which creation/sync edges are drawn
@@ -89,7 +90,7 @@ def segment_figure(seg: pd.DataFrame, pos_col: str, cls: np.ndarray, critical: n
             x, y, cd = _lines(pos[m], t0[m], t1[m], owner[m], vertical)
             text = None
             if hover_labels is not None:
-                text = np.asarray(hover_labels, dtype=object)[np.asarray(cd, np.int64)]
+                text = hover_text(hover_labels, cd)
             fig.add_trace(go.Scattergl(
                 x=x, y=y, customdata=cd, mode="lines+markers" if m.sum() < 4000 else "lines",
                 line=dict(color=CLASS_COLORS[k], width=width), marker=dict(size=4),

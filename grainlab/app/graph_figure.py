@@ -14,6 +14,7 @@ import numpy as np
 from ..export.drawing import Drawing, item_fill
 from ..export.palette import (CONTEXT_COLOR, CRITICAL, DIMMED, EDGE_COLORS, KIND_COLORS,
                               SEVERITY_COLORS, SUMMARY_BORDER, severity_names)
+from .hover import hover_text
 
 MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
@@ -178,7 +179,7 @@ def _hover(it, m, kind, hover) -> list:
              + " us<br>click to expand")
     else:
         g = it["grain"].to_numpy(np.int64)[m]
-        base = np.asarray(hover, dtype=object)[g] if hover is not None else g.astype(str)
+        base = hover_text(hover, g) if hover is not None else g.astype(str)
         n = it["n_members"].to_numpy(np.int64)[m]
         t = (base.astype(str) + "<br>" + kind + ": " + w + " us"
              + np.where(n > 1, " (" + n.astype(str) + " grouped)", ""))

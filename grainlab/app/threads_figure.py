@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 
 from ..export.palette import (CLASS_COLORS, CLASS_NAMES, CRITICAL, IDLE, RUNTIME, WORK,
                               severity_names)
+from .hover import hover_text
 
 MS = 1e6
 DETAIL_LIMIT = 8_000
@@ -254,7 +255,7 @@ def _bars(fig, tl, wi, wcls, crit, n, colors, hover_labels):
     own = tl.w_owner[wi]
     text = None
     if hover_labels is not None:
-        text = np.asarray(hover_labels, dtype=object)[own]
+        text = hover_text(hover_labels, own)
     col = np.array([colors[WORK_BASE + int(k)] for k in wcls], dtype=object) \
         if len(wcls) else []
     fig.add_trace(go.Bar(
