@@ -35,12 +35,11 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
                              name="bounds: max(work/P, span) .. Brent with costs"))
     fig.add_trace(go.Scatter(x=P, y=P, mode="lines", name="linear (work/P)",
                              line=dict(color=BOUND, dash="dot")))
-    part = pred.get("part", "parallel part")
-    for value, name, dash in ((pred["parallelism"], f"parallelism of the {part} (work/span)",
-                               "dash"),
+    named = pred.get("parallelism_name") or f"parallelism of the {pred.get('part', 'parallel part')}"
+    for value, name, dash in ((pred["parallelism"], named, "dash"),
                               (pred["burdened_parallelism"], "burdened parallelism", "dashdot")):
         fig.add_trace(go.Scatter(x=[P.min(), P.max()], y=[value, value], mode="lines",
-                                 name=f"{name} {value:.1f}", line=dict(color=BOUND, dash=dash)))
+                                 name=f"{name} {value:.3g}", line=dict(color=BOUND, dash=dash)))
     rng = pred.get("range")
     if rng:
         lo = [x[0] for x in rng["speedup"]]

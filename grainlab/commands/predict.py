@@ -108,7 +108,7 @@ def render(r: dict) -> str:
     g = r["guard"]
     lines = [f"trace        {r['trace']}",
              f"work         {fmt_ns(r['work_ns'])}   span {fmt_ns(r['span_ns'])}   "
-             f"parallelism {r['parallelism']:.1f} (of the {r.get('part', 'parallel part')})",
+             f"{r.get('parallelism_name', 'parallelism')} {r['parallelism']:.3g}",
              f"burdened     span {fmt_ns(r['burdened_span_ns'])} "
              f"({r['costs']['steal_ns'] + r['costs']['defer_ns']} ns per spawn, "
              f"{r['tasks']} tasks)   parallelism {r['burdened_parallelism']:.1f}",

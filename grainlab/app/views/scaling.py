@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dash import Input, Output, dcc, html, no_update
 
+from ...analysis.report import fmt_parallelism
 from ..data import AppData
 from ..predict_figure import prediction_figure
 from ..scaling_figures import breakdown_figure, speedup_figure
@@ -51,7 +52,7 @@ def register(app, data: AppData, figures):
         if "fig" not in drawn:
             pred = predict(data)
             drawn["fig"] = prediction_figure(pred)
-            drawn["note"] = note(pred)
+            drawn["note"] = [parallelism_note(data), *note(pred)]
         return drawn["fig"], drawn["note"]
 
 
@@ -70,6 +71,19 @@ def predict(data: AppData) -> dict:
         except GrainlabError:
             pass
     return data.analysis.predict(CORES)
+
+
+def parallelism_note(data: AppData):
+    """Both parallelism numbers, by their names (analysis.report): the
+    prediction replays the parallel part."""
+    shown = []
+    for name, v in data.parallelism:
+        shown += [" · "] if shown else []
+        shown.append(html.Span(f"{name} {fmt_parallelism(v)}", className="parallelism"))
+    return html.P(id="scaling-parallelism", children=shown + [
+        ". The prediction replays the parallel part (from the first parallel region's start "
+        "to the last one's end); the whole run adds the serial start and end, which no number "
+        "of cores shortens."])
 
 
 def note(pred: dict) -> list:
