@@ -36,9 +36,9 @@ def predict(a, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
     # (analysis.report's names); the analysis's number of that name unless
     # the guard weighed nodes otherwise (CPU time, capped grains)
     out["part"] = "whole run" if whole else "parallel part"
-    guard = out.get("guard") or {}
+    done = out.get("guard") or {}       # what the guard did
     out["parallelism_name"] = (WHOLE_RUN if whole else PARALLEL_PART) + (
-        " as replayed (guarded)" if guard.get("cpu_time") or guard.get("capped_grains") else "")
+        " as replayed (guarded)" if done.get("cpu_time") or done.get("capped_grains") else "")
     if wti is None:
         _contend(a, rep, out, costs, fitted)
     if what_if is None and merge_below is None:
