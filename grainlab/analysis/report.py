@@ -145,16 +145,20 @@ def span_parts(report: dict) -> list:
     """[(part, ns)]: what the span is made of, from the metrics' split of the
     critical path (metrics.work.critical_path_time) and the serial part: the
     serial start (the initial task's code before the first parallel region),
-    other serial code (the initial task's, between and after regions), team
+    serial code in the parallel part (starting and ending regions, code between
+    them), the serial end (after the last region), team
     code (implicit tasks: creating tasks, waiting), grains (their fragments,
     chunks and task creation), the grains' join waits (taskwait / taskgroup),
     team barriers. The parts add up to the span."""
     pt = report["critical_path_time"]
+    serial = report.get("serial") or {}
     initial = sum(c["ns"] for c in pt["contexts"] if c["kind"] == "initial")
-    start = min(int((report.get("serial") or {}).get("serial_start_ns") or 0), initial)
-    return [("serial start", start), ("other serial code", initial - start),
-            ("team code", pt["contexts_ns"] - initial), ("grains", pt["grains_ns"]),
-            ("grains' join waits", pt["joins_ns"]), ("team barriers", pt["barriers_ns"])]
+    start = min(int(serial.get("serial_start_ns") or 0), initial)
+    end = min(int(serial.get("serial_end_ns") or 0), initial - start)
+    return [("serial start", start), ("serial code in the parallel part", initial - start - end),
+            ("serial end", end), ("team code", pt["contexts_ns"] - initial),
+            ("grains", pt["grains_ns"]), ("grains' join waits", pt["joins_ns"]),
+            ("team barriers", pt["barriers_ns"])]
 
 
 def span_text(report: dict) -> str:

@@ -219,8 +219,9 @@ METRICS: tuple[Metric, ...] = (
            compute=_span),
     Metric("serial", "graph", "ns", "Serial part (Amdahl)",
            "the initial task's code on the critical path, which runs alone on any number of "
-           "cores: `serial_ns`, Amdahl's bound `amdahl_speedup` = work / serial_ns, and "
-           "`serial_start_ns`, its code before the first parallel region",
+           "cores: `serial_ns`, Amdahl's bound `amdahl_speedup` = work / serial_ns, "
+           "`serial_start_ns`, its code before the first parallel region, and "
+           "`serial_end_ns`, after the last region's end",
            "Amdahl; issue 34", "path",
            summary=("serial",), compute=_serial),
     Metric("parallel_part", "graph", "ns, ratio", "Parallelism of the parallel part",

@@ -104,7 +104,8 @@ def parallel_part(g) -> dict:
 def serial_part(g, work_ns: int, whole: bool = True, split: dict | None = None) -> dict:
     """The initial task's code on the critical path (it runs alone at any
     core count) and Amdahl's bound work / serial; its serial start: the
-    initial task's code before its first parallel region. whole=False: the
+    initial task's code before its first parallel region, and its serial
+    end: after its last region's end (`serial_end_ns`). whole=False: the
     initial task's code before the first region and after the last one is
     not counted (what `predict` times by default). split: the span's split
     (critical_path_time) when already computed."""
@@ -112,11 +113,14 @@ def serial_part(g, work_ns: int, whole: bool = True, split: dict | None = None) 
     split = critical_path_time(g) if split is None else split
     serial = sum(c["ns"] for c in split["contexts"] if c["kind"] == "initial")
     start = serial_start(g)
+    dur = g.nodes["duration"].to_numpy(np.int64)
+    outside = int(dur[_outside_regions(g)].sum()) if "kind" in g.contexts else 0
+    end = max(outside - start, 0)
     if not whole:
-        serial -= int(g.nodes["duration"].to_numpy(np.int64)[_outside_regions(g)].sum())
-        start = 0
+        serial -= outside
+        start = end = 0
     serial = max(int(serial), 0)
-    return {"serial_ns": serial, "serial_start_ns": start,
+    return {"serial_ns": serial, "serial_start_ns": start, "serial_end_ns": end,
             "amdahl_speedup": (work_ns / serial) if serial > 0 else None}
 
 

@@ -15,8 +15,9 @@ from ...units import fmt_ns
 
 # the span's parts (analysis.report.span_parts), as the table names them
 SPAN_PARTS = {"serial start": "serial start (the initial task before the first parallel region)",
-              "other serial code": "other serial code (the initial task between and after "
-                                   "regions)",
+              "serial code in the parallel part": ("serial code in the parallel part (the initial task: starting and ending regions, "
+                                        "its code between them)"),
+              "serial end": "serial end (the initial task after the last region)",
               "team code": "team code (implicit tasks: creating tasks, waiting)",
               "grains": "grains (their code and the tasks they create)",
               "grains' join waits": "grains' join waits (taskwait / taskgroup ends)",
@@ -44,8 +45,8 @@ def _header(r: dict, data: AppData):
     rows = [("grains", f"{r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) on "
                        f"{r['cores_used']} core(s)"),
             ("work", f"{fmt_ns(r['work_ns'])} (in grains {fmt_ns(r['grain_work_ns'])})"),
-            ("span", f"{fmt_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains; "
-                     f"{data.span_text}")]
+            ("span", f"{fmt_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains "
+                     "(what the span is made of: below)")]
     rows += [(name, f"{fmt_parallelism(v)} ({WHAT[name]})") for name, v in data.parallelism]
     if td.get("total"):
         pct = {k: 100.0 * td[k] / td["total"] for k in ("work", "overhead", "idle")}
