@@ -10,7 +10,8 @@ import json
 
 from .. import problems as P
 from ..analysis.analysis import Analysis, jsonable
-from ..analysis.report import WHAT, fmt_parallelism, parallelism_numbers, span_text
+from ..analysis.report import (WHAT, WHOLE_RUN, fmt_parallelism, parallelism_numbers,
+                               span_text)
 from ..metrics import instantaneous_parallelism as ip
 from ._output import Progress, fmt_ns, warn_incomplete
 
@@ -117,7 +118,7 @@ def _run_parts(args, th, interval, UsageError) -> int:
            f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
            f"  span         {fmt_ns(r['span_ns'])}  (critical path: "
            f"{len(r['critical_path'])} grains)",
-           f"  parallelism  {r['parallelism']:.3g} (work / span)",
+           f"  {WHOLE_RUN} {fmt_parallelism(r['parallelism'])} ({WHAT[WHOLE_RUN]})",
            f"  inst. par.   interval {fmt_ns(r['instantaneous_parallelism']['interval_ns'])} "
            f"({r['instantaneous_parallelism']['interval_choice']})",
            "", "PROBLEMS", f"  {'metric':<32} {'threshold':>11} {'grains':>8} {'%':>7} "

@@ -111,7 +111,7 @@ def render(r: dict) -> str:
              f"{r.get('parallelism_name', 'parallelism')} {r['parallelism']:.3g}",
              f"burdened     span {fmt_ns(r['burdened_span_ns'])} "
              f"({r['costs']['steal_ns'] + r['costs']['defer_ns']} ns per spawn, "
-             f"{r['tasks']} tasks)   parallelism {r['burdened_parallelism']:.1f}",
+             f"{r['tasks']} tasks)   burdened parallelism {r['burdened_parallelism']:.3g}",
              f"guard        {_guard(g)}", ""]
     lines[-1:-1] = _serial(r)
     lines += _table(r, r.get("what_if"))
