@@ -27,17 +27,19 @@ BARE = re.compile(r"(?<!burdened )\bparallelism:?\s+[0-9]")
 
 
 @pytest.fixture(scope="module")
-def fib(record):
-    # fib's serial start-up (ms) is long beside its region: the two differ
-    return record("fib", 16, 5, threads=2)
+def trace(record):
+    # sort fills its array serially (ms) before a region of ~2k tasks: the
+    # whole run's parallelism ~2, the parallel part's ~17 (fib 16 5's region
+    # of tiny grains was at times no more parallel than its whole run)
+    return record("sort", 131072, 2048, 2048, 20, threads=2)
 
 
 @pytest.fixture(scope="module")
-def metric(fib):
+def metric(trace):
     """{name: value} from the metrics themselves (in process), each checked
     against a second computation: predict's replay of the whole run and of
     the parallel part (unguarded), which weighs the same nodes its own way."""
-    a = gl.analyze(fib.path)
+    a = gl.analyze(trace.path)
     values = {WHOLE: a.metrics["parallelism"], PART: a.metrics["parallel_part"]["parallelism"]}
     whole = a.predict([1], guard="none", whole=True)
     part = a.predict([1], guard="none")
@@ -72,8 +74,8 @@ def check(shown: dict, metric: dict, where: str, names=(WHOLE, PART)):
             assert v == pytest.approx(metric[name], rel=5e-3), (where, name, v, metric[name])
 
 
-def test_analyze_json_and_text_name_each_parallelism(fib, metric):
-    r = grainlab("analyze", "--json", fib.path)
+def test_analyze_json_and_text_name_each_parallelism(trace, metric):
+    r = grainlab("analyze", "--json", trace.path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["parallelism"] == pytest.approx(metric[WHOLE], rel=1e-12)
@@ -82,14 +84,14 @@ def test_analyze_json_and_text_name_each_parallelism(fib, metric):
     parts = doc["span_parts"]
     assert sum(parts.values()) == doc["span_ns"]
     assert parts["grains"] == doc["critical_path_time"]["grains_ns"]
-    text = grainlab("analyze", fib.path).stdout
+    text = grainlab("analyze", trace.path).stdout
     check(named(text, "analyze"), metric, "analyze")
     assert "of the span in grains" not in text
     assert re.search(r"^  span +[0-9.]+ \w+: serial start ", text, re.M), text
 
 
-def test_the_app_names_each_parallelism_in_header_summary_and_scaling(browser, fib, metric):  # noqa: F811
-    s = Server(fib.path)
+def test_the_app_names_each_parallelism_in_header_summary_and_scaling(browser, trace, metric):  # noqa: F811
+    s = Server(trace.path)
     try:
         d = browser
         d.get(s.url + "?view=summary")
