@@ -1,12 +1,17 @@
-"""`make screenshots`: regenerate docs/img's pictures of the web app from the
-current code, so the docs cannot go stale.
+"""`make screenshots`: regenerate docs/img's pictures from the current code,
+so the docs cannot go stale.
 
-Records the example traces the docs show (2 threads), serves each with
-`grainlab serve`, opens every view in headless Chromium (Selenium, 1500x1000,
-as tests/test_serve.py does) and saves the window as docs/img/NAME.png. A
-view is saved once its figure is drawn (a hang detector, not a timer).
+Records the example traces the docs show (2 threads; sparselu at 1 and 2 for
+the Scaling view; a 4-rank mpirun of mpi_stencil for the Ranks view), serves
+each with `grainlab serve`, opens every view in headless Chromium (Selenium,
+1500x1000, as tests/test_serve.py does) and saves the window, or one figure
+of it, as docs/img/NAME.png. A view is saved once its figure is drawn (a hang
+detector, not a timer). Also: `grainlab predict`'s figure (docs/predict.md),
+and the figures of the committed notebooks (notebooks/*.ipynb, exported to
+HTML as they are, not executed again) into docs/img/notebooks/ (`make
+notebooks NB_ARGS=--publish` first re-executes them).
 
-    .venv/bin/python benchmarks/screenshots.py [--out docs/img] [--only fib,sort]
+    .venv/bin/python benchmarks/screenshots.py [--out docs/img] [--only fib,sort,notebooks]
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 GRAINLAB = [sys.executable, "-m", "grainlab.cli"]
 EXAMPLES = REPO / "build" / "examples"
 
-# name: (how to make the trace, [(png, query)], extra serve arguments)
+# name: (how to make the trace, [(png, query[, the element saved: a CSS selector])])
 TRACES = {
     "fib": (("fib", "14", "4"), [("fib-summary", "?view=summary"),
                                  ("fib-graph", "?view=graph&problem=parallel_benefit"),
@@ -49,14 +54,22 @@ TRACES = {
                                                ("kdcutoff-graph", "?view=graph"),
                                                ("kdcutoff-threads", "?view=threads")]),
     "forkjoin-1e6": ("synth", [("forkjoin-1e6-graph", "?view=graph")]),
-    "sparselu": ("scaling", [("view-scaling", "?view=scaling")]),
+    "sparselu": ("scaling", [("view-scaling", "?view=scaling"),
+                             ("scaling-speedup", "?view=scaling", "#scaling-speedup-fig"),
+                             ("scaling-breakdown", "?view=scaling", "#scaling-breakdown-fig")]),
+    "ranks": ("mpi", [("view-ranks", "?view=ranks"),
+                      ("ranks-timeline", "?view=ranks", "#ranks-fig")]),
 }
+# not served: predict's figure as a page of its own, the notebooks' figures
+OTHERS = ("predict", "notebooks")
 
 # what shows that a view is drawn: a figure with data, or the summary's table
 READY = {
     "summary": "return !!document.querySelector('#pane-summary table');",
     "scaling": "const g = document.querySelector('#pane-scaling .js-plotly-plot');"
                "return !!(g && g.data && g.data.length);",
+    "ranks": "const g = document.querySelector('#ranks-fig .js-plotly-plot');"
+             "return !!(g && g.data && g.data.length && g._fullLayout);",
 }
 FIGURE = {"graph": "graph-fig", "threads": "threads-fig", "parallelism": "parallelism-fig"}
 
@@ -83,11 +96,27 @@ def traces(name, how, tmp: Path):
         run([*GRAINLAB, "synth", "--shape", "fork-join", "--grains", 1_000_000, "--threads", 4,
              "--jitter", 0.5, "-o", t, "-q"])
         return t, []
+    if how == "mpi":
+        return mpi_ranks(tmp)
     if how == "scaling":
         one = record(("sparselu", "single", "20", "64"), tmp / "slu1.parquet", threads=1)
         two = record(("sparselu", "single", "20", "64"), tmp / "slu2.parquet", threads=2)
         return one, ["--runs", two]
     return record(how, tmp / f"{name}.parquet"), []
+
+
+def mpi_ranks(tmp: Path):
+    """A 4-rank mpirun of mpi_stencil (rank 0 with 3x the work, docs/cluster.md),
+    oversubscribed on this machine as tests/test_cluster.py runs it: rank 0's
+    trace, and the others for --ranks."""
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    env = {**os.environ, "OMP_NUM_THREADS": "2",
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+    run(["mpirun", *root, "--oversubscribe", "-np", 4, "-x", "OMP_NUM_THREADS",
+         *GRAINLAB, "record", "-q", "-o", tmp / "run.%r.parquet", "--",
+         EXAMPLES.relative_to(REPO) / "mpi_stencil", 512, 512, 20, 32, 3], env=env, cwd=REPO)
+    traces = [tmp / f"run.{r}.parquet" for r in range(4)]
+    return traces[0], ["--ranks", *traces]
 
 
 class Server:
@@ -134,7 +163,7 @@ def wait(fn, what, timeout=180):
     raise SystemExit(f"screenshots: timed out waiting for {what}")
 
 
-def shoot(d, url, query, png: Path):
+def shoot(d, url, query, png: Path, element: str | None = None):
     d.get(url + query)
     view = re.search(r"view=(\w+)", query).group(1)
     if view in FIGURE:
@@ -144,12 +173,26 @@ def shoot(d, url, query, png: Path):
             "return !!(g && g.data && g.data.length && g._fullLayout);"), f"{png.name}")
     else:
         wait(lambda: d.execute_script(READY[view]), png.name)
-    # the figure's last relayout (autosize, a zoomed state) lands: the page
-    # settles when two looks 0.5 s apart see the same picture
+    if element:
+        wait(lambda: d.execute_script(
+            f"const g = document.querySelector('{element} .js-plotly-plot');"
+            "return !!(g && g.data && g.data.length && g._fullLayout);"), f"{png.name}")
+    save(d, png, element)
+
+
+def save(d, png: Path, element: str | None = None):
+    """The window (or one element of it) once the page settles: two looks
+    0.5 s apart see the same picture (the figure's last relayout landed)."""
+    def look():
+        if element is None:
+            return d.get_screenshot_as_png()
+        el = d.find_element("css selector", element)
+        d.execute_script("arguments[0].scrollIntoView();", el)
+        return el.screenshot_as_png
     last = None
     for _ in range(20):
         time.sleep(0.5)
-        now = d.get_screenshot_as_png()
+        now = look()
         if now == last:
             break
         last = now
@@ -157,24 +200,74 @@ def shoot(d, url, query, png: Path):
     print(f"{png.relative_to(REPO) if png.is_relative_to(REPO) else png}")
 
 
+def predict_page(d, out: Path, tmp: Path):
+    """docs/predict.md's figure: nqueens 11 3 predicted on 1..32 cores, with
+    the what-if of tasks deeper than 2 merged (`grainlab predict`'s figure,
+    written as a page of its own and saved from Chromium)."""
+    sys.path.insert(0, str(REPO))
+    import grainlab as gl
+    from grainlab.app.predict_figure import prediction_figure
+    trace = record(("nqueens", "11", "3"), tmp / "nqueens.parquet")
+    fig = prediction_figure(gl.analyze(trace).predict([1, 2, 4, 8, 16, 32], merge_below=2))
+    fig.update_layout(width=1100, height=650)
+    page = tmp / "predict.html"
+    fig.write_html(page, include_plotlyjs=True, full_html=True)
+    d.get(page.as_uri())
+    wait(lambda: d.execute_script("const g = document.querySelector('.js-plotly-plot');"
+                                  "return !!(g && g._fullLayout);"), "predict_nqueens.png")
+    save(d, out / "predict_nqueens.png", ".js-plotly-plot")
+
+
+def notebook_figures(out: Path, tmp: Path):
+    """The committed notebooks' figures (as executed by `make notebooks
+    NB_ARGS=--publish`) into OUT/notebooks/NAME_NN.png: each exported to HTML
+    as it is, each figure output screenshot with the text generated under it
+    (grainlab.suite.notebooks.screenshots). Earlier NAME_NN.png are removed
+    first: a figure that is gone leaves no stale picture."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from grainlab.suite import notebooks as nbs
+    dest = out / "notebooks"
+    for name in nbs.NOTEBOOKS:
+        nb = nbformat.read(REPO / "notebooks" / f"{name}.ipynb", as_version=4)
+        html, _ = HTMLExporter().from_notebook_node(nb)
+        (tmp / f"{name}.html").write_text(html)
+        for old in dest.glob(f"{name}_[0-9][0-9].png"):
+            old.unlink()
+    n = nbs.screenshots(tmp, dest)
+    for png in sorted(dest.glob("*.png")):
+        print(png.relative_to(REPO) if png.is_relative_to(REPO) else png)
+    return n
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(REPO / "docs" / "img"))
-    ap.add_argument("--only", help="comma-separated entries of TRACES")
+    ap.add_argument("--only", help="comma-separated entries of TRACES and " + ", ".join(OTHERS))
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    names = args.only.split(",") if args.only else list(TRACES)
+    names = args.only.split(",") if args.only else [*TRACES, *OTHERS]
+    unknown = set(names) - set(TRACES) - set(OTHERS)
+    if unknown:
+        raise SystemExit(f"screenshots: --only {', '.join(sorted(unknown))}: not one of "
+                         f"{', '.join([*TRACES, *OTHERS])}")
     d = browser()
     tmp = Path(tempfile.mkdtemp(prefix="grainlab-shots-"))
     try:
         for name in names:
+            if name == "predict":
+                predict_page(d, out, tmp)
+                continue
+            if name == "notebooks":
+                notebook_figures(out, tmp)
+                continue
             how, shots = TRACES[name]
             trace, extra = traces(name, how, tmp)
             s = Server(trace, extra)
             try:
-                for png, query in shots:
-                    shoot(d, s.url, query, out / f"{png}.png")
+                for png, query, *element in shots:
+                    shoot(d, s.url, query, out / f"{png}.png", *element)
             finally:
                 s.stop()
     finally:

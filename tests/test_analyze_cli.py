@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from grainlab.units import fmt_ns
 from conftest import assert_one_line_error, grainlab
 
 PROBLEM_NAMES = {"parallel_benefit", "load_balance", "work_deviation",
@@ -102,8 +103,15 @@ def test_a_path_outside_the_grains_says_where_it_goes(record):
     assert sum(c["ns"] for c in contexts) == split["contexts_ns"]
     assert len(contexts) <= 3          # the initial task and 2 implicit tasks: all listed
     out = grainlab("analyze", t.path).stdout
-    share = round(100 * split["grains_ns"] / r["span_ns"])
-    assert "% of the span in grains" in out and f"; {share}% of the span" in out
+    # the span line says what the span is made of: the parts add up to it,
+    # each printed with its time
+    parts = r["span_parts"]
+    assert sum(parts.values()) == r["span_ns"]
+    assert parts["serial start"] > 0 and parts["grains"] == split["grains_ns"]
+    line = next(ln for ln in out.splitlines() if ln.startswith("  span "))
+    for name, ns in parts.items():
+        if ns:
+            assert f"{name} {fmt_ns(ns)} (" in line, (name, line)
     assert "outside grains (" in out and "initial task 0 " in out
 
 

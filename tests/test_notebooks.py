@@ -208,6 +208,12 @@ def test_tour_sentences_match_the_analysis(run):
     assert f"Median grain work {np.median(w[w > 0]) / 1e3:.2f} µs" in text
     path = pd.read_csv(figures(run, "grain_graph_tour") / "critical_path.csv")
     assert list(path["grain"]) == [int(g) for g in a.critical_path]
+    # the span said as what it is made of, and each parallelism by its name
+    # (issue 32): no share of grains against a sum of their work
+    assert f"The span is {s['span_ns'] / 1e6:.2f} ms: {a.span_text}." in text
+    for name, value in a.parallelism_numbers:
+        assert f"{name} {value:.3g}" in text
+    assert "of it the grains' own work" not in text and "exposed parallelism" not in text
 
 
 def test_suite_command_records_and_characterizes_every_selected_run(build, tmp_path):

@@ -247,4 +247,62 @@ def test_dendrogram_colours_are_the_printed_clusters(sim):
     # a link drawn in a cluster's colour joins members of that cluster only
     assert sum(1 for i in range(n, 2 * n - 1) if links[i] == P.GREY) == sim.k - 1
     ax = fig.axes[0]
-    assert any(abs(line.get_ydata()[0] - sim.height) < 1e-9 for line in ax.get_lines())
+    # drawn sideways: the cut is a vertical line at its Ward height
+    assert any(abs(line.get_xdata()[0] - sim.height) < 1e-9 for line in ax.get_lines())
+
+
+def _boxes(fig, texts):
+    renderer = fig.canvas.get_renderer()
+    return [t.get_window_extent(renderer) for t in texts if t.get_text()]
+
+
+def _overlaps(boxes) -> list:
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if boxes[i].overlaps(boxes[j])]
+
+
+def test_figures_have_a_legend_per_cluster_and_no_overlapping_labels(sim):
+    """The planes and the dendrogram (issue 32): a legend entry per cluster
+    colour, naming its representative; the program labels of a plane do not
+    overlap one another; the dendrogram's leaves are names of at least 8 pt
+    that do not overlap."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.text import Annotation
+    from grainlab.suite import plots as P
+    colours = P.cluster_colours(sim.k)
+    for fig in (P.plane(sim, 1, 2), P.dendrogram(sim)[0]):
+        ax = fig.axes[0]
+        fig.canvas.draw()
+        legend = ax.get_legend()
+        entries = [t.get_text() for t in legend.get_texts()]
+        assert entries == [f"cluster {c}: {sim.representatives[c]} "
+                           f"({int((sim.clusters == c).sum())})" for c in range(1, sim.k + 1)]
+        assert [h.get_color() for h in legend.legend_handles] == list(colours.values())
+    plane = P.plane(sim, 1, 2)
+    plane.canvas.draw()
+    labels = [t for t in plane.axes[0].texts if isinstance(t, Annotation)]
+    programs = {n.rpartition("-")[0] for n in sim.clusters.index}
+    assert sorted(t.get_text() for t in labels) == sorted(programs)
+    assert not _overlaps(_boxes(plane, labels))
+    fig, _ = P.dendrogram(sim)
+    fig.canvas.draw()
+    leaves = fig.axes[0].get_yticklabels()
+    assert len(leaves) == len(sim.clusters)
+    assert min(t.get_fontsize() for t in leaves) >= 8
+    assert not _overlaps(_boxes(fig, leaves))
+
+
+def test_place_labels_moves_a_label_off_another():
+    """Two points closer than a label's width: the second label goes elsewhere."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from grainlab.suite import plots as P
+    fig, ax = plt.subplots(figsize=(4, 3))
+    xy = np.array([[0.5, 0.5], [0.52, 0.5], [0.5, 0.52], [0.3, 0.3]])
+    ax.scatter(xy[:, 0], xy[:, 1])
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    boxes = P.place_labels(ax, xy, ["a long label", "another label", "a third one", "far"])
+    assert len(boxes) == 4 and not _overlaps(boxes)

@@ -28,7 +28,7 @@ from ..trace.file import trace_key
 from . import report
 from .comparison import Comparison
 from .options import Options
-from .report import DEFAULT_TOP, jsonable, program_of, span_note
+from .report import DEFAULT_TOP, jsonable, program_of
 
 
 
@@ -313,9 +313,21 @@ class Analysis:
         return self.report(DEFAULT_TOP)
 
     @property
-    def span_note(self) -> str | None:
-        """"N% of the span in grains" when that share is small (`span_note`)."""
-        return span_note(self.summary)
+    def span_parts(self) -> list:
+        """[(part, ns)]: what the span is made of (serial start, other serial
+        code, team code, grains, their join waits, team barriers; `report.span_parts`)."""
+        return report.span_parts(self.summary)
+
+    @property
+    def span_text(self) -> str:
+        """The span's parts in words, as the views print them (`report.span_text`)."""
+        return report.span_text(self.summary)
+
+    @property
+    def parallelism_numbers(self) -> list:
+        """[(name, value)]: the parallelism of the whole run and of the parallel
+        part, by the names every view shows them (`report.parallelism_numbers`)."""
+        return report.parallelism_numbers(self.summary)
 
     @cached_property
     def parallelism_profiles(self) -> dict:

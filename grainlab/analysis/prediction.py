@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..metrics.work import serial_part
-from .report import jsonable
+from .report import PARALLEL_PART, WHOLE_RUN, jsonable
 
 
 def predict(a, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
@@ -33,7 +33,12 @@ def predict(a, cores=(1, 2, 4, 8, 16), *, what_if: str | None = None,
         _fitted(a, rep, costs, runs, measured)
     out["serial"] = serial_part(g, out["work_ns"], whole)
     # which parallelism work / span is: the same words wherever it is shown
+    # (analysis.report's names); the analysis's number of that name unless
+    # the guard weighed nodes otherwise (CPU time, capped grains)
     out["part"] = "whole run" if whole else "parallel part"
+    done = out.get("guard") or {}       # what the guard did
+    out["parallelism_name"] = (WHOLE_RUN if whole else PARALLEL_PART) + (
+        " as replayed (guarded)" if done.get("cpu_time") or done.get("capped_grains") else "")
     if wti is None:
         _contend(a, rep, out, costs, fitted)
     if what_if is None and merge_below is None:

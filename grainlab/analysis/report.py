@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 
 from .. import problems as P
+from ..metrics.registry import label
+from ..units import fmt_ns
 
 DEFAULT_TOP = 10
 
@@ -20,7 +22,7 @@ def report(a, top: int = DEFAULT_TOP) -> dict:
     g, summary, run = a.graph, a.metrics, a.run
     found = a.found(top)
     th = a.resolved_thresholds
-    return jsonable({
+    r = {
         "trace": run["trace"],
         "program": run["program"],
         "complete": run["complete"],
@@ -28,6 +30,7 @@ def report(a, top: int = DEFAULT_TOP) -> dict:
         **{k: summary[k] for k in ("grains", "tasks", "chunks", "work_ns", "grain_work_ns",
                                    "span_ns", "parallelism", "critical_path",
                                    "cores_used", "threads_used")},
+        "parallel_part": summary.get("parallel_part"),
         "thresholds": th,
         "problems": found,
         "instantaneous_parallelism": summary["instantaneous_parallelism"],
@@ -41,7 +44,9 @@ def report(a, top: int = DEFAULT_TOP) -> dict:
         "serial": summary["serial"],
         "weights": a.weigh,
         "preemption": a.preemption(found),
-    })
+    }
+    r["span_parts"] = dict(span_parts(r))
+    return jsonable(r)
 
 
 def problems_frame(a, top: int = DEFAULT_TOP) -> pd.DataFrame:
@@ -66,7 +71,8 @@ def html(a) -> str:
     s = a.summary
     head = (f"<b>{_esc(s['program'])}</b> ({_esc(s['trace'])})<br>"
             f"{s['grains']} grains ({s['tasks']} tasks, {s['chunks']} chunks), "
-            f"span {s['span_ns']} ns, parallelism of the whole run {s['parallelism']:.3g}")
+            f"span {s['span_ns']} ns, "
+            + ", ".join(f"{name} {fmt_parallelism(v)}" for name, v in parallelism_numbers(s)))
     cols = ["threshold", "direction", "available", "grains", "percent", "on_critical_path"]
     return head + problems_frame(a)[cols].to_html(float_format=lambda v: f"{v:.3g}")
 
@@ -109,23 +115,68 @@ def critical_grains(g, locations, path, top) -> list:
             for i, where, name in zip(ids.tolist(), locations, names)]
 
 
-def span_in_grains(report: dict) -> float:
-    """Share of the span on the critical path's grains (the rest: serial
-    code, task creation and waits in the initial / implicit tasks, team
-    barriers). The views say it when it is under SPAN_IN_GRAINS_NOTED."""
-    span = report["span_ns"]
-    return report["critical_path_time"]["grains_ns"] / span if span > 0 else 1.0
+# The parallelism numbers: one name each, shown by that name wherever it is
+# shown (analyze's text and JSON keys, the app's header, Summary and Scaling
+# views, predict): `parallelism` is the whole run's, `parallel_part` the
+# parallel part's (grainlab.metrics.work.parallel_part).
+WHOLE_RUN = "parallelism of the whole run"
+PARALLEL_PART = label("parallel_part").lower()      # "parallelism of the parallel part"
+WHAT = {WHOLE_RUN: "work / span from the program's start to its exit",
+        PARALLEL_PART: "work / span from the first parallel region's start to the last one's "
+                       "end: the serial start and end left out"}
 
 
-SPAN_IN_GRAINS_NOTED = 0.9
+def parallelism_numbers(report: dict) -> list:
+    """[(name, value)] of the parallelism numbers the analysis computed: the
+    whole run's (metric `parallelism`) and the parallel part's (metric
+    `parallel_part`, when computed)."""
+    out = [(WHOLE_RUN, float(report["parallelism"]))]
+    if report.get("parallel_part"):
+        out.append((PARALLEL_PART, float(report["parallel_part"]["parallelism"])))
+    return out
 
 
-def span_note(report: dict) -> str | None:
-    """"N% of the span in grains" when the critical path runs mostly outside
-    grains (under SPAN_IN_GRAINS_NOTED): a path through serial code and the
-    runtime says the grains are not the problem. None otherwise."""
-    share = span_in_grains(report)
-    return None if share >= SPAN_IN_GRAINS_NOTED else f"{100.0 * share:.0f}% of the span in grains"
+def fmt_parallelism(value: float) -> str:
+    """A parallelism as every view prints it (3 significant digits)."""
+    return f"{value:.3g}"
+
+
+def span_parts(report: dict) -> list:
+    """[(part, ns)]: what the span is made of, from the metrics' split of the
+    critical path (metrics.work.critical_path_time) and the serial part: the
+    serial start (the initial task's code before the first parallel region),
+    serial code in the parallel part (starting and ending regions, code between
+    them), the serial end (after the last region), team
+    code (implicit tasks: creating tasks, waiting), grains (their fragments,
+    chunks and task creation), the grains' join waits (taskwait / taskgroup),
+    team barriers. The parts add up to the span."""
+    pt = report["critical_path_time"]
+    serial = report.get("serial") or {}
+    initial = sum(c["ns"] for c in pt["contexts"] if c["kind"] == "initial")
+    start = min(int(serial.get("serial_start_ns") or 0), initial)
+    end = min(int(serial.get("serial_end_ns") or 0), initial - start)
+    return [("serial start", start), ("serial code in the parallel part", initial - start - end),
+            ("serial end", end), ("team code", pt["contexts_ns"] - initial),
+            ("grains", pt["grains_ns"]), ("grains' join waits", pt["joins_ns"]),
+            ("team barriers", pt["barriers_ns"])]
+
+
+def span_text(report: dict) -> str:
+    """The span's parts in words, e.g. "serial start 2.7 ms (93%), team code
+    131 us (4.5%), grains 0 ns (0%)": every part that is not 0, and the
+    grains always."""
+    span = max(int(report["span_ns"]), 1)
+    return ", ".join(f"{name} {fmt_ns(ns)} ({fmt_share(100.0 * ns / span)})"
+                     for name, ns in span_parts(report) if ns or name == "grains")
+
+
+def fmt_share(percent: float) -> str:
+    """A percentage that never rounds a part down to 0% (or up to 100%)."""
+    if 0 < percent < 0.1:
+        return "<0.1%"
+    if 99.9 < percent < 100:
+        return ">99.9%"
+    return f"{percent:.0f}%" if percent >= 10 or percent == 0 else f"{percent:.1f}%"
 
 
 def path_time(g, split: dict) -> dict:

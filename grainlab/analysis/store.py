@@ -131,6 +131,8 @@ def is_current(doc: dict) -> bool:
         return False
     if "joins_ns" not in doc.get("metrics", {}).get("critical_path_time", {}):
         return False      # saved before the metrics had the span's split (with joins apart)
+    if "parallel_part" not in doc.get("metrics", {}):
+        return False      # saved before the parallel part's parallelism (issue 32)
     for path, key in ((doc.get("trace"), doc.get("trace_key")),
                       (doc.get("reference"), doc.get("reference_key"))):
         if path and os.path.exists(path) and _key_of(path) != key:

@@ -56,7 +56,8 @@ class AppData:
         self.ideal = downsample_steps(profiles["exposed"], "start",
                                       ["optimistic", "conservative"])
         self.achieved = downsample_steps(profiles["achieved"], "time", ["running"])
-        self.span_note = a.span_note
+        self.span_text = a.span_text
+        self.parallelism = a.parallelism_numbers
         self.cores = int(self.report["cores_used"])
         threads = sorted(set(seg["thread"].tolist()) - {-1})
         self.thread_rows = {t: i for i, t in enumerate(threads)}

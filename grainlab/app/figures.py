@@ -173,8 +173,11 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08, subplot_titles=(
         "Exposed: in DAG time (grains at their earliest start)",
         "Achieved: in wall-clock time (grains running) vs cores"))
+    dag_unit = wall_unit = ("ms", MS)
     if len(ideal):
-        t = (ideal["start"].to_numpy(np.float64) - ideal["start"].iloc[0]) / MS
+        t = ideal["start"].to_numpy(np.float64) - ideal["start"].iloc[0]
+        dag_unit = time_unit(t[-1])
+        t = t / dag_unit[1]
         fig.add_trace(go.Scatter(x=t, y=ideal["optimistic"], mode="lines", line_shape="hv",
                                  name="exposed (optimistic)", line=dict(color="#3182bd")),
                       row=1, col=1)
@@ -183,7 +186,9 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
                                  line=dict(color="#9ecae1", dash="dot")), row=1, col=1)
     top = float(cores)
     if len(achieved):
-        t = (achieved["time"].to_numpy(np.float64) - achieved["time"].iloc[0]) / MS
+        t = achieved["time"].to_numpy(np.float64) - achieved["time"].iloc[0]
+        wall_unit = time_unit(t[-1])
+        t = t / wall_unit[1]
         run = achieved["running"].to_numpy(np.float64)
         top = max(top, float(run.max()) if len(run) else top)
         fig.add_trace(go.Scatter(x=t, y=run, mode="lines", line_shape="hv", fill="tozeroy",
@@ -196,11 +201,18 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
     fig.update_yaxes(title_text="grains", type=kind, row=1, col=1, gridcolor="#eee")
     fig.update_yaxes(title_text="grains running", type=kind, row=1, col=2, gridcolor="#eee",
                      **({} if log else {"range": [0, top * 1.15 + 0.5]}))
-    fig.update_xaxes(title_text="DAG time since the first grain (ms)", row=1, col=1)
-    fig.update_xaxes(title_text="wall-clock time since the first grain (ms)", row=1, col=2)
+    fig.update_xaxes(title_text=f"DAG time since the first grain ({dag_unit[0]})", row=1, col=1)
+    fig.update_xaxes(title_text=f"wall-clock time since the first grain ({wall_unit[0]})",
+                     row=1, col=2)
     fig.update_layout(plot_bgcolor="white", margin=dict(l=60, r=10, t=40, b=40),
                       uirevision="keep", legend=dict(orientation="h", y=-0.12))
     return fig
+
+
+def time_unit(extent_ns: float) -> tuple:
+    """(name, ns per unit) for an axis spanning `extent_ns`: ms from 1 ms,
+    us below (a DAG-time axis of a few us reads 0.002 ms otherwise)."""
+    return ("ms", MS) if extent_ns >= MS else ("us", 1e3)
 
 
 def downsample_steps(df: pd.DataFrame, time_col: str, cols, limit: int = 5_000) -> pd.DataFrame:

@@ -19,6 +19,15 @@ BOUND = "#9e9e9e"
 CONTENDED = "#756bb1"
 
 
+def log_ticks(bottom: float, top: float) -> list:
+    """Tick values of a log axis from `bottom` to `top`: 1-2-5 per decade, and
+    1-1.5-2-3-4-5-7 when the axis spans less than a decade (a speed-up from 1
+    to 4 would otherwise show only 1 and 2)."""
+    steps = (1, 2, 5) if top / max(bottom, 1e-9) >= 10 else (1, 1.5, 2, 3, 4, 5, 7)
+    return [v for v in (m * 10.0 ** e for e in range(-2, 5) for m in steps)
+            if bottom <= v <= top]
+
+
 def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
     """Speed-up vs cores: the prediction, the range its bounds allow (work/P
     and span above, Brent's bound with the costs below), the linear speed-up,
@@ -35,12 +44,11 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
                              name="bounds: max(work/P, span) .. Brent with costs"))
     fig.add_trace(go.Scatter(x=P, y=P, mode="lines", name="linear (work/P)",
                              line=dict(color=BOUND, dash="dot")))
-    part = pred.get("part", "parallel part")
-    for value, name, dash in ((pred["parallelism"], f"parallelism of the {part} (work/span)",
-                               "dash"),
+    named = pred.get("parallelism_name") or f"parallelism of the {pred.get('part', 'parallel part')}"
+    for value, name, dash in ((pred["parallelism"], named, "dash"),
                               (pred["burdened_parallelism"], "burdened parallelism", "dashdot")):
         fig.add_trace(go.Scatter(x=[P.min(), P.max()], y=[value, value], mode="lines",
-                                 name=f"{name} {value:.1f}", line=dict(color=BOUND, dash=dash)))
+                                 name=f"{name} {value:.3g}", line=dict(color=BOUND, dash=dash)))
     rng = pred.get("range")
     if rng:
         lo = [x[0] for x in rng["speedup"]]
@@ -72,8 +80,7 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
         shown.append(np.asarray(alt["speedup_vs_baseline"], np.float64))
     top = max(float(np.nanmax(np.concatenate(shown))), 1.0) * 1.4
     bottom = min(float(np.nanmin(np.concatenate(shown[:1] + shown[2:]))), 1.0) * 0.85
-    ticks = [v for v in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
-             if bottom <= v <= top]
+    ticks = log_ticks(bottom, top)
     fig.update_layout(
         title=title or f"Predicted speed-up: {pred.get('program') or pred.get('trace', '')}",
         plot_bgcolor="white", margin=dict(l=60, r=10, t=50, b=40),

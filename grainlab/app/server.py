@@ -11,6 +11,8 @@ from pathlib import Path
 
 from dash import Dash, Input, Output, dcc, html
 
+from ..analysis.report import fmt_parallelism
+from ..units import fmt_ns
 from .data import AppData
 from .figure_cache import FigureCache
 from .state import (DEFAULT, PROBLEM_LABELS, VIEWS, default_problem, parse_state,
@@ -61,13 +63,15 @@ def _header(data: AppData):
     s = data.report
     return html.Div(className="header", children=[
         html.Div([html.B("grainlab"), " · ", html.Span(s["program"], id="program")]),
-        html.Div(id="run-summary", children=(
+        html.Div(id="run-summary", children=[
             f"{s['grains']} grains ({s['tasks']} tasks, {s['chunks']} chunks) on "
-            f"{s['cores_used']} core(s) · span {s['span_ns'] / 1e6:.3g} ms · "
-            f"parallelism of the whole run {s['parallelism']:.3g} (work/span) · "
+            f"{s['cores_used']} core(s) · ",
+            *[x for name, v in data.parallelism
+              for x in (html.Span(f"{name} {fmt_parallelism(v)}", className="parallelism"),
+                        " · ")],
             f"critical path {len(s['critical_path'])} grains"
-            + (f" ({data.span_note})" if data.span_note else "")
-            + ("" if s["complete"] else " · INCOMPLETE trace"))),
+            + ("" if s["complete"] else " · INCOMPLETE trace")]),
+        html.Div(id="span-parts", children=f"span {fmt_ns(s['span_ns'])}: {data.span_text}"),
         html.Div(id="conn-banner", className="banner", style={"display": "none"}),
     ])
 

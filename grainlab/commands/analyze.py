@@ -9,7 +9,9 @@ import argparse
 import json
 
 from .. import problems as P
-from ..analysis.analysis import Analysis, jsonable, span_note
+from ..analysis.analysis import Analysis, jsonable
+from ..analysis.report import (WHAT, WHOLE_RUN, fmt_parallelism, parallelism_numbers,
+                               span_text)
 from ..metrics import instantaneous_parallelism as ip
 from ._output import Progress, fmt_ns, warn_incomplete
 
@@ -116,7 +118,7 @@ def _run_parts(args, th, interval, UsageError) -> int:
            f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
            f"  span         {fmt_ns(r['span_ns'])}  (critical path: "
            f"{len(r['critical_path'])} grains)",
-           f"  parallelism  {r['parallelism']:.3g} (work / span)",
+           f"  {WHOLE_RUN} {fmt_parallelism(r['parallelism'])} ({WHAT[WHOLE_RUN]})",
            f"  inst. par.   interval {fmt_ns(r['instantaneous_parallelism']['interval_ns'])} "
            f"({r['instantaneous_parallelism']['interval_choice']})",
            "", "PROBLEMS", f"  {'metric':<32} {'threshold':>11} {'grains':>8} {'%':>7} "
@@ -166,10 +168,10 @@ def render(r: dict) -> str:
            f"  grains       {r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) "
            f"on {_threads(r)}",
            f"  work         {fmt_ns(r['work_ns'])} (grains {fmt_ns(r['grain_work_ns'])})",
-           f"  span         {fmt_ns(r['span_ns'])}  (critical path: {len(r['critical_path'])} grains"
-           f"{_path_share(r)})",
-           f"  parallelism  {r['parallelism']:.3g} of the whole run (work / span, serial "
-           "code included)",
+           f"  span         {fmt_ns(r['span_ns'])}: {span_text(r)}  (critical path: "
+           f"{len(r['critical_path'])} grains)",
+           *[f"  {name} {fmt_parallelism(v)} ({WHAT[name]})"
+             for name, v in parallelism_numbers(r)],
            *_amdahl(r),
            *_cpu_lines(r),
            f"  inst. par.   interval {fmt_ns(ipx['interval_ns'])} ({ipx['interval_choice']}): "
@@ -241,7 +243,7 @@ def _cpu_lines(r: dict) -> list:
         w = pre["wall"]
         lines.append(f"  weights      CPU time (--weigh cpu); on wall time: work "
                      f"{fmt_ns(w['work_ns'])}, span {fmt_ns(w['span_ns'])}, "
-                     f"parallelism {w['parallelism']:.3g}")
+                     f"parallelism of the whole run on wall time {w['parallelism']:.3g}")
     return lines
 
 
@@ -273,10 +275,3 @@ def _amdahl(r: dict) -> list:
              if start else "")
     return [f"  serial       {fmt_ns(s['serial_ns'])} of the initial task on the critical path"
             f"{where}: at most {bound:.1f}x on any number of cores (Amdahl: work / serial)"]
-
-
-def _path_share(r: dict) -> str:
-    """How much of the span is in grains, when not nearly all of it: a path
-    through serial code and the runtime says the grains are not the problem."""
-    note = span_note(r)
-    return "" if note is None else f"; {note}"

@@ -108,10 +108,10 @@ def render(r: dict) -> str:
     g = r["guard"]
     lines = [f"trace        {r['trace']}",
              f"work         {fmt_ns(r['work_ns'])}   span {fmt_ns(r['span_ns'])}   "
-             f"parallelism {r['parallelism']:.1f} (of the {r.get('part', 'parallel part')})",
+             f"{r.get('parallelism_name', 'parallelism')} {r['parallelism']:.3g}",
              f"burdened     span {fmt_ns(r['burdened_span_ns'])} "
              f"({r['costs']['steal_ns'] + r['costs']['defer_ns']} ns per spawn, "
-             f"{r['tasks']} tasks)   parallelism {r['burdened_parallelism']:.1f}",
+             f"{r['tasks']} tasks)   burdened parallelism {r['burdened_parallelism']:.3g}",
              f"guard        {_guard(g)}", ""]
     lines[-1:-1] = _serial(r)
     lines += _table(r, r.get("what_if"))

@@ -121,6 +121,11 @@ def _serial(ctx):
     return {"serial": work.serial_part(ctx.g, v["work_ns"], split=v["critical_path_time"])}
 
 
+def _parallel_part(ctx):
+    from . import work
+    return {"parallel_part": work.parallel_part(ctx.g)}
+
+
 def _cores(ctx):
     from .contract import cores_used, threads_used
     return {"cores_used": cores_used(ctx.g), "threads_used": threads_used(ctx.g)}
@@ -204,7 +209,7 @@ METRICS: tuple[Metric, ...] = (
            columns=("creation_cost", "bookkeeping_cost", "sync_cost"), by_graph=True),
     Metric("span", "graph", "ns", "Span and critical path",
            "critical-path length (exact, on the fragment-level graph), `parallelism` = "
-           "work / span, `critical_path` its grains, `critical_path_time` the span split by "
+           "work / span of the whole run, `critical_path` its grains, `critical_path_time` the span split by "
            "whose nodes it runs through (grains' fragments, chunks and forks; the grains' "
            "joins, their waits; initial / implicit tasks; team barriers); grain column "
            "`on_critical_path`",
@@ -214,10 +219,18 @@ METRICS: tuple[Metric, ...] = (
            compute=_span),
     Metric("serial", "graph", "ns", "Serial part (Amdahl)",
            "the initial task's code on the critical path, which runs alone on any number of "
-           "cores: `serial_ns`, Amdahl's bound `amdahl_speedup` = work / serial_ns, and "
-           "`serial_start_ns`, its code before the first parallel region",
+           "cores: `serial_ns`, Amdahl's bound `amdahl_speedup` = work / serial_ns, "
+           "`serial_start_ns`, its code before the first parallel region, and "
+           "`serial_end_ns`, after the last region's end",
            "Amdahl; issue 34", "path",
            summary=("serial",), compute=_serial),
+    Metric("parallel_part", "graph", "ns, ratio", "Parallelism of the parallel part",
+           "work / span from the first parallel region's fork to the last region's end: the "
+           "initial task's code before and after weighs nothing (the serial code between "
+           "regions stays); `work_ns`, `span_ns`, `parallelism`, `outside_ns` (the time left "
+           "out). `parallelism` above is the whole run's (program start to exit)",
+           "issue 32; what `grainlab predict` replays (docs/predict.md)", "path",
+           summary=("parallel_part",), compute=_parallel_part, background=True),
     Metric("cores_used", "graph", "cores", "Cores used",
            "threads that ran anything, but no more than the CPUs they ran on; "
            "`threads_used` the threads", "thesis §5.4.3", "sum",

@@ -101,7 +101,7 @@ def replay_graph(g, *, guard: str = "auto", scale=None, merge_below: int | None 
     initial task's time before the first parallel region and after the last
     one (by default it weighs nothing: the replay times the parallel part,
     from the first region's start to the last one's end, as benchmarks time
-    their kernels; the serial code between regions stays)."""
+    their kernels; the serial code in the parallel part stays)."""
     if guard not in ("auto", "cpu", "cap", "none"):
         raise UsageError(f"--guard {guard}: choose auto, cpu, cap or none")
     nodes = g.nodes

@@ -75,10 +75,37 @@ def critical_path_time(g) -> dict:
                           "ns": int(per[c])} for c in ctx]}
 
 
+def parallel_part(g) -> dict:
+    """Work, span and parallelism (work / span) of the parallel part: the
+    run from its first parallel region's fork to its last region's end, the
+    initial task's code before and after weighing nothing (what `grainlab
+    predict` replays by default, as benchmarks time their kernels; the serial
+    code between regions stays). `outside_ns`: the time left out. Equal to the
+    whole run's values when the program has no region or nothing outside."""
+    from ..graph.critical_path import node_arrays, span_in_order, topological_order
+    from .replay_graph import _outside_regions
+    dur = g.nodes["duration"].to_numpy(np.int64)
+    # graphs made by hand may have no context kinds or region columns: no regions known
+    known = "kind" in g.contexts and {"owner", "owner_seq", "child", "join_kind"} <= set(g.nodes)
+    outside = _outside_regions(g) if known else np.zeros(len(dur), bool)
+    outside_ns = int(dur[outside].sum())
+    work, span = int(g.work) - outside_ns, int(g.span)
+    if outside_ns:     # the longest path with those nodes weighing nothing
+        src = g.edges["src"].to_numpy(np.int64)
+        dst = g.edges["dst"].to_numpy(np.int64)
+        times = node_arrays(g.nodes)
+        del times["duration"]
+        order, _, _ = topological_order(**times, src=src, dst=dst)
+        span = span_in_order(order, np.where(outside, 0, dur), src, dst)
+    return {"work_ns": work, "span_ns": int(span), "outside_ns": outside_ns,
+            "parallelism": float(work / span) if span > 0 else 1.0}
+
+
 def serial_part(g, work_ns: int, whole: bool = True, split: dict | None = None) -> dict:
     """The initial task's code on the critical path (it runs alone at any
     core count) and Amdahl's bound work / serial; its serial start: the
-    initial task's code before its first parallel region. whole=False: the
+    initial task's code before its first parallel region, and its serial
+    end: after its last region's end (`serial_end_ns`). whole=False: the
     initial task's code before the first region and after the last one is
     not counted (what `predict` times by default). split: the span's split
     (critical_path_time) when already computed."""
@@ -86,11 +113,14 @@ def serial_part(g, work_ns: int, whole: bool = True, split: dict | None = None) 
     split = critical_path_time(g) if split is None else split
     serial = sum(c["ns"] for c in split["contexts"] if c["kind"] == "initial")
     start = serial_start(g)
+    dur = g.nodes["duration"].to_numpy(np.int64)
+    outside = int(dur[_outside_regions(g)].sum()) if "kind" in g.contexts else 0
+    end = max(outside - start, 0)
     if not whole:
-        serial -= int(g.nodes["duration"].to_numpy(np.int64)[_outside_regions(g)].sum())
-        start = 0
+        serial -= outside
+        start = end = 0
     serial = max(int(serial), 0)
-    return {"serial_ns": serial, "serial_start_ns": start,
+    return {"serial_ns": serial, "serial_start_ns": start, "serial_end_ns": end,
             "amdahl_speedup": (work_ns / serial) if serial > 0 else None}
 
 

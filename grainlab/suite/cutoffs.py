@@ -147,7 +147,7 @@ def recommend(table: pd.DataFrame, overhead_limit: float = OVERHEAD_LIMIT) -> di
 
 def grain_graph_choice(table: pd.DataFrame, cores: int, slack: float = 2.0):
     """What the grain graph alone would pick (the old rule, for the
-    cross-check): exposed parallelism >= slack x cores, then the least
+    cross-check): parallelism of the whole run >= slack x cores, then the least
     overhead; else the most parallel."""
     t = table.set_index("cutoff")
     enough = t[t["parallelism_mean"] >= slack * cores]
@@ -188,7 +188,7 @@ def explain(rec: dict, table: pd.DataFrame, cores: int) -> str:
                      f"{ms(c, 'collector_s')} under the collector; "
                      f"{100 * t.loc[c, 'overhead_fraction_mean']:.0f}% of thread time in overhead, "
                      f"median parallel benefit {t.loc[c, 'parallel_benefit_median_mean']:.2g}, "
-                     f"exposed parallelism {t.loc[c, 'parallelism_mean']:.1f} for {cores} threads.")
+                     f"parallelism of the whole run {t.loc[c, 'parallelism_mean']:.3g} for {cores} threads.")
     infl = t["inflation_mean"]
     lines.append(f"- **Instrumentation**: under the collector the runs took {infl.min():.2f}× "
                  f"(cutoff {_plain(infl.idxmin())}) to {infl.max():.2f}× (cutoff "
@@ -196,7 +196,7 @@ def explain(rec: dict, table: pd.DataFrame, cores: int) -> str:
                  "parallelism computed from it, are inflated by up to that much where grains "
                  "are many and small, which is why the choice is made from times measured alone.")
     g = grain_graph_choice(table, cores)
-    lines.append(f"- **Cross-check**: the grain graph alone (exposed parallelism ≥ 2 × {cores} "
+    lines.append(f"- **Cross-check**: the grain graph alone (parallelism of the whole run ≥ 2 × {cores} "
                  f"threads, then the least overhead) picks cutoff {g}: "
                  + ("it agrees." if g == c else
                     f"it disagrees; cutoff {g} runs in {ms(g)} alone"

@@ -142,29 +142,56 @@ def publish(nb, name: str):
     nbformat.write(nb, _paths.REPO_ROOT / "notebooks" / f"{name}.ipynb")
 
 
+# each figure (an inline image) with the generated text right after it, as a
+# rectangle of the page: [x, y, width, height] in CSS pixels from the page's top
+FIGURE_RECTS = """
+const rects = [];
+for (const img of document.querySelectorAll('.jp-Cell-outputWrapper img')) {
+    const own = img.closest('.jp-OutputArea-child');
+    const parts = [own];
+    const next = own && own.nextElementSibling;
+    if (next && next.querySelector('.jp-RenderedMarkdown')) parts.push(next);
+    const r = parts.map(e => e.getBoundingClientRect());
+    const top = Math.min(...r.map(b => b.top)) + window.scrollY;
+    const bottom = Math.max(...r.map(b => b.bottom)) + window.scrollY;
+    const left = Math.min(...r.map(b => b.left)), right = Math.max(...r.map(b => b.right));
+    rects.push([left, top, right - left, bottom - top]);
+}
+return rects;
+"""
+
+
 def screenshots(out: Path, dest: Path) -> int:
     """Screenshots of the rendered notebooks (OUT/NAME.html in headless
-    chromium, through selenium): each output area that holds a figure, with
-    the generated text after it, as DEST/NAME_NN.png. Returns how many."""
+    chromium, through selenium): each figure with the text generated under
+    it (not the tables after), as DEST/NAME_NN.png. Returns how many."""
+    import io
+
+    from PIL import Image
     from selenium import webdriver
-    from selenium.webdriver.common.by import By
     dest.mkdir(parents=True, exist_ok=True)
+    from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"):
+    service = None
+    if Path("/usr/bin/chromedriver").exists():   # Debian's, as the tests drive it
+        opts.binary_location = "/usr/bin/chromium"
+        service = Service("/usr/bin/chromedriver")
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+              "--force-device-scale-factor=1"):
         opts.add_argument(a)
-    d = webdriver.Chrome(options=opts)
+    d = webdriver.Chrome(service=service, options=opts)
     count = 0
     try:
         for name in NOTEBOOKS:
             d.set_window_size(1150, 1600)
             d.get(f"file://{(out / (name + '.html')).resolve()}")
-            areas = [a for a in d.find_elements(By.CSS_SELECTOR, ".jp-Cell-outputWrapper")
-                     if a.find_elements(By.TAG_NAME, "img")]
-            for n, area in enumerate(areas, 1):
-                d.execute_script("arguments[0].scrollIntoView();", area)
-                h = d.execute_script("return arguments[0].getBoundingClientRect().height;", area)
-                d.set_window_size(1150, int(h) + 300)
-                area.screenshot(str(dest / f"{name}_{n:02d}.png"))
+            for n, (x, y, w, h) in enumerate(d.execute_script(FIGURE_RECTS), 1):
+                d.set_window_size(1150, int(h) + 200)
+                d.execute_script(f"window.scrollTo(0, {y - 8});")
+                top = y - d.execute_script("return window.scrollY;")
+                shot = Image.open(io.BytesIO(d.get_screenshot_as_png()))
+                box = (int(x) - 4, int(top) - 4, int(x + w) + 4, int(top + h) + 4)
+                shot.crop(box).save(dest / f"{name}_{n:02d}.png")
                 count += 1
     finally:
         d.quit()

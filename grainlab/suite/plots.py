@@ -65,11 +65,13 @@ def loadings_heatmap(sim: Similarity):
 
 
 def plane(sim: Similarity, a: int, b: int, ax=None):
-    """Traces in the PC a - PC b plane (1-based), coloured by cluster, each
-    program's inputs joined smallest to largest."""
+    """Traces in the PC a - PC b plane (1-based), coloured by cluster (the
+    legend names each cluster by its representative), each program's inputs
+    joined smallest to largest and labelled at its largest input, no two
+    labels overlapping (`place_labels`)."""
     import matplotlib.pyplot as plt
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 5.5))
+        _, ax = plt.subplots(figsize=(7.5, 6))
     s = sim.scores
     xa, xb = f"PC{a}", f"PC{b}"
     colours = cluster_colours(sim.k)
@@ -81,16 +83,71 @@ def plane(sim: Similarity, a: int, b: int, ax=None):
             ax.plot(s.loc[grp.index, xa], s.loc[grp.index, xb], "-", color=GREY, lw=0.8, zorder=1)
     ax.scatter(s[xa], s[xb], c=[colours[c] for c in sim.clusters[s.index]], s=28, zorder=2,
                edgecolor="black", linewidth=0.3)
-    for name, r in info.iterrows():
-        if r["rank"] == max(info.loc[info["program"] == r["program"], "rank"]):
-            ax.annotate(r["program"], (s.loc[name, xa], s.loc[name, xb]), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
     ax.axhline(0, color=GREY, lw=0.5)
     ax.axvline(0, color=GREY, lw=0.5)
     ax.set_xlabel(f"{xa} ({100 * sim.ratio[a - 1]:.0f}%)")
     ax.set_ylabel(f"{xb} ({100 * sim.ratio[b - 1]:.0f}%)")
     ax.set_title(f"{xa}-{xb}: inputs of a program joined (label at its largest input)")
+    cluster_legend(ax, sim)
+    largest = info.groupby("program")["rank"].transform("max") == info["rank"]
+    shown = info[largest]
+    place_labels(ax, s.loc[shown.index, [xa, xb]].to_numpy(), shown["program"].tolist(),
+                 s[[xa, xb]].to_numpy())
     return ax.figure
+
+
+def cluster_legend(ax, sim: Similarity, **kw):
+    """A legend entry per cluster colour: "cluster c: representative (n)",
+    outside the plot on its right."""
+    from matplotlib.lines import Line2D
+    colours = cluster_colours(sim.k)
+    sizes = sim.clusters.value_counts()
+    handles = [Line2D([], [], marker="o", ls="", color=colours[c], markeredgecolor="black",
+                      markeredgewidth=0.3,
+                      label=f"cluster {c}: {sim.representatives[c]} ({sizes.get(c, 0)})")
+               for c in range(1, sim.k + 1)]
+    return ax.legend(handles=handles, title="cluster: representative (traces)", fontsize=8,
+                     title_fontsize=8, **({"loc": "upper left", "bbox_to_anchor": (1.02, 1)}
+                                          | kw))
+
+
+# where a label may go beside its point: offsets in points, and its alignment
+_SPOTS = [(d * dx, d * dy, ha, va) for d in (1, 2.5, 4.5)
+          for dx, dy, ha, va in ((4, 3, "left", "bottom"), (4, -3, "left", "top"),
+                                 (-4, 3, "right", "bottom"), (-4, -3, "right", "top"),
+                                 (0, 6, "center", "bottom"), (0, -6, "center", "top"))]
+
+
+def place_labels(ax, xy, labels, points=None, fontsize=8):
+    """Label each point of `xy` (data coordinates) beside it, at the first
+    spot (`_SPOTS`, nearest first) where the label overlaps no label placed
+    before it, no point of `points` and stays inside the axes; a label that
+    finds none goes to its nearest spot with a line to its point. The axes'
+    limits are fixed first (labels are placed in display space)."""
+    ax.set_xlim(ax.get_xlim())
+    ax.set_ylim(ax.get_ylim())
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    dots = ax.transData.transform(np.asarray(points if points is not None else xy, float))
+    pad = 2.5 * fig.dpi / 72             # a dot's radius, in pixels
+    placed = []
+    for (x, y), text in zip(np.asarray(xy, float), labels):
+        for i, (dx, dy, ha, va) in enumerate(_SPOTS + [_SPOTS[0]]):
+            last = i == len(_SPOTS)
+            t = ax.annotate(text, (x, y), xytext=(dx * (3 if last else 1), dy * (3 if last else 1)),
+                            textcoords="offset points", ha=ha, va=va, fontsize=fontsize,
+                            arrowprops=dict(arrowstyle="-", color=GREY, lw=0.6) if last else None)
+            box = t.get_window_extent(renderer)
+            free = (frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+                    and not any(box.overlaps(b) for b in placed)
+                    and not ((dots[:, 0] > box.x0 - pad) & (dots[:, 0] < box.x1 + pad)
+                             & (dots[:, 1] > box.y0 - pad) & (dots[:, 1] < box.y1 + pad)).any())
+            if free or last:
+                placed.append(box)
+                break
+            t.remove()
+    return placed
 
 
 def link_colours(sim: Similarity) -> dict:
@@ -106,26 +163,30 @@ def link_colours(sim: Similarity) -> dict:
 
 
 def dendrogram(sim: Similarity):
-    """The Ward dendrogram of the autoscaled retained PC scores, the cut
-    drawn, links and leaf labels coloured by the printed clusters. Returns
-    (figure, leaf name -> colour as drawn)."""
+    """The Ward dendrogram of the autoscaled retained PC scores, drawn
+    sideways (leaves top to bottom on the left, their names horizontal at
+    9 pt; the root on the right), the cut
+    drawn, links and leaf labels coloured by the printed clusters, a legend
+    per cluster. Returns (figure, leaf name -> colour as drawn)."""
     import matplotlib.pyplot as plt
     from scipy.cluster.hierarchy import dendrogram as draw
     colours = link_colours(sim)
     names = list(sim.clusters.index)
-    fig, ax = plt.subplots(figsize=(max(7, 0.22 * len(names) + 2), 4.8))
-    draw(sim.links, labels=names, leaf_rotation=90, ax=ax,
-             link_color_func=lambda i: colours[i])
+    fig, ax = plt.subplots(figsize=(10, max(4.5, 0.2 * len(names) + 1.4)))
+    draw(sim.links, labels=names, orientation="right", leaf_font_size=9, ax=ax,
+         link_color_func=lambda i: colours[i])
+    ax.invert_yaxis()                    # the first leaf (cluster 1) at the top
     leaf = {}
-    for tick in ax.get_xticklabels():
+    for tick in ax.get_yticklabels():
         c = colours[names.index(tick.get_text())]
         tick.set_color(c)
         leaf[tick.get_text()] = c
-    ax.axhline(sim.height, color="black", ls="--", lw=1)
-    ax.text(ax.get_xlim()[1], sim.height, f" cut: {sim.k} clusters", va="bottom", ha="right",
-            fontsize=8)
-    ax.set_ylabel("Ward distance (autoscaled retained PC scores)")
-    ax.set_title("Ward clustering; links and labels coloured by cluster")
+    ax.axvline(sim.height, color="black", ls="--", lw=1)
+    ax.text(sim.height, ax.get_ylim()[1], f" cut: {sim.k} clusters", va="top", ha="left",
+            fontsize=9)
+    ax.set_xlabel("Ward distance (autoscaled retained PC scores)")
+    ax.set_title("Ward clustering; links and labels coloured by cluster (grey: joins clusters)")
+    cluster_legend(ax, sim)
     fig.tight_layout()
     return fig, leaf
 
@@ -135,7 +196,7 @@ CUTOFF_PANELS = [("makespan (ms)", ["alone_s", "collector_s"], 1e3),
                  ("span (ms, traced)", ["span_ms"], 1),
                  ("overhead share of thread time", ["overhead_fraction"], 1),
                  ("median parallel benefit", ["parallel_benefit_median"], 1),
-                 ("exposed parallelism (work / span)", ["parallelism"], 1)]
+                 ("parallelism of the whole run (work / span)", ["parallelism"], 1)]
 LABELS = {"alone_s": "alone", "collector_s": "under the collector"}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dash import Input, Output, dcc, html, no_update
 
+from ...analysis.report import fmt_parallelism
 from ..data import AppData
 from ..predict_figure import prediction_figure
 from ..scaling_figures import breakdown_figure, speedup_figure
@@ -51,7 +52,7 @@ def register(app, data: AppData, figures):
         if "fig" not in drawn:
             pred = predict(data)
             drawn["fig"] = prediction_figure(pred)
-            drawn["note"] = note(pred)
+            drawn["note"] = [parallelism_note(data), *note(pred)]
         return drawn["fig"], drawn["note"]
 
 
@@ -72,30 +73,62 @@ def predict(data: AppData) -> dict:
     return data.analysis.predict(CORES)
 
 
+def _names(text: str) -> str:
+    """Trace paths in a text shortened to their file names (a temporary
+    folder's path says nothing on a page)."""
+    import re
+    return re.sub(r"(?<![\w.])/(?:[^\s/()]+/)+([^\s/()]+\.parquet)", r"\1", text)
+
+
+def parallelism_note(data: AppData):
+    """Both parallelism numbers, by their names (analysis.report): the
+    prediction replays the parallel part."""
+    shown = []
+    for name, v in data.parallelism:
+        shown += [" · "] if shown else []
+        shown.append(html.Span(f"{name} {fmt_parallelism(v)}", className="parallelism"))
+    return html.P(id="scaling-parallelism", children=shown + [
+        ". The prediction replays the parallel part (from the first parallel region's start "
+        "to the last one's end); the whole run adds the serial start and end, which no number "
+        "of cores shortens."])
+
+
 def note(pred: dict) -> list:
     """The serial part, the inflation used at each P and where it came from,
     and the range, in words (what `grainlab predict` prints)."""
     from ...units import fmt_ns
     out = []
+    guard = pred.get("guard") or {}
+    if guard.get("capped_grains") or guard.get("cpu_time"):
+        what = (f"capped {guard['capped_grains']} grain(s) that ran far longer than the others "
+                f"of their source location ({fmt_ns(guard.get('capped_ns', 0))} taken off: "
+                "preempted, most likely)" if guard.get("capped_grains") else
+                "weighed the grains by their CPU time")
+        out.append(html.P(f"The replay's guard {what}: hence its {pred['parallelism_name']} "
+                          f"{pred['parallelism']:.3g}, beside the measured (unguarded) "
+                          "parallelism of the parallel part above."))
     s = pred.get("serial") or {}
     if s.get("serial_ns"):
-        out.append(html.P(f"Serial part: {fmt_ns(s['serial_ns'])} of the initial task on the "
+        where = "of the whole run" if pred.get("part") == "whole run" else "in the parallel part"
+        out.append(html.P(f"Serial code {where}: {fmt_ns(s['serial_ns'])} of the initial task on the "
                           f"critical path: at most {s['amdahl_speedup']:.1f}x on any number of "
                           "cores (Amdahl)."))
     c, rng = pred.get("contention"), pred.get("range")
     if c:
         per = ", ".join(f"{f:.2f}x at {P}" for P, f in zip(pred["cores"], c["inflation"]))
         top = "; ".join(f"{f['location']} A = {f['amplitude']:.2f}" for f in c["locations"][:3])
-        out.append(html.P(f"Contention fitted from {c['source']} ({c['model']}): grains "
+        out.append(html.P(f"Contention fitted from {_names(c['source'])} ({c['model']}): grains "
                           f"inflated {per} cores" + (f"; most: {top}" if top else "") + "."))
     if rng:
         p = rng["pessimistic"]
         per = ", ".join(f"{lo:.1f}-{hi:.1f} at {P}" for P, (lo, hi) in
                         zip(pred["cores"], rng["speedup"]))
-        out.append(html.P(f"Range of the speed-up: {per} cores, from the pessimistic bound "
-                          f"({p['source']}; inflation up to {p['inflation'][-1]:.2f}x at "
-                          f"{pred['cores'][-1]} cores) to the contention-free prediction. "
-                          + " ".join(p["notes"]) + ("" if c else
-                          ". Serve with --runs (the same program at more threads) to fit "
-                          "the inflation instead.")))
+        said = [f"Range of the speed-up: {per} cores, from the pessimistic bound "
+                f"({p['source']}; inflation up to {p['inflation'][-1]:.2f}x at "
+                f"{pred['cores'][-1]} cores) to the contention-free prediction."]
+        said += [f"{n[:1].upper()}{n[1:]}".rstrip(".") + "." for n in p["notes"]]
+        if not c:
+            said.append("Serve with --runs (the same program at more threads) to fit the "
+                        "inflation instead.")
+        out.append(html.P(" ".join(said)))
     return out

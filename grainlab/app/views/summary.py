@@ -7,9 +7,21 @@ from urllib.parse import urlencode
 
 from dash import dcc, html
 
+from ...analysis.report import WHAT, fmt_parallelism, fmt_share, span_parts
 from ..data import LOCATION_VIEW, NO_PROBLEM, AppData
 from ..state import PROBLEM_LABELS
 from ...units import fmt_ns
+
+
+# the span's parts (analysis.report.span_parts), as the table names them
+SPAN_PARTS = {"serial start": "serial start (the initial task before the first parallel region)",
+              "serial code in the parallel part": ("serial code in the parallel part (the initial task: starting and ending regions, "
+                                        "its code between them)"),
+              "serial end": "serial end (the initial task after the last region)",
+              "team code": "team code (implicit tasks: creating tasks, waiting)",
+              "grains": "grains (their code and the tasks they create)",
+              "grains' join waits": "grains' join waits (taskwait / taskgroup ends)",
+              "team barriers": "team barriers"}
 
 
 def _link(text, cls=None, **q):
@@ -33,15 +45,15 @@ def _header(r: dict, data: AppData):
     rows = [("grains", f"{r['grains']} ({r['tasks']} tasks, {r['chunks']} chunks) on "
                        f"{r['cores_used']} core(s)"),
             ("work", f"{fmt_ns(r['work_ns'])} (in grains {fmt_ns(r['grain_work_ns'])})"),
-            ("span", f"{fmt_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains"
-                     + (f" ({data.span_note})" if data.span_note else "")),
-            ("parallelism of the whole run",
-             f"{r['parallelism']:.3g} (work / span, serial code included)")]
+            ("span", f"{fmt_ns(r['span_ns'])}: critical path of {len(r['critical_path'])} grains "
+                     "(what the span is made of: below)")]
+    rows += [(name, f"{fmt_parallelism(v)} ({WHAT[name]})") for name, v in data.parallelism]
     if td.get("total"):
         pct = {k: 100.0 * td[k] / td["total"] for k in ("work", "overhead", "idle")}
         rows.append(("thread time", f"work {pct['work']:.1f}%, runtime overhead "
                                     f"{pct['overhead']:.1f}%, idle {pct['idle']:.1f}%"))
-    body = [html.Tr([html.Td(k), html.Td(v)]) for k, v in rows]
+    body = [html.Tr([html.Td(k), html.Td(v)], className="parallelism" if k in WHAT else None)
+            for k, v in rows]
     links = html.P(["See: ", _link("the grain graph", view="graph", problem=NO_PROBLEM), " · ",
                     _link("parallelism over time", view="parallelism"), " · ",
                     _link("threads (Gantt)", view="threads"), " · ",
@@ -71,23 +83,19 @@ def _problems(r: dict, data: AppData):
 
 
 def _span(r: dict, data: AppData):
-    pt = r["critical_path_time"]
     span = max(float(r["span_ns"]), 1.0)
-    parts = [("in grains", pt["grains_ns"])]
-    if pt.get("joins_ns"):
-        parts.append(("grains' join waits", pt["joins_ns"]))
-    parts += [(f"{c['kind']} task {c['identity']} (serial / team code)", c["ns"])
-              for c in pt["contexts"][:3]]
-    if pt["barriers_ns"]:
-        parts.append(("team barriers", pt["barriers_ns"]))
-    rows = [html.Tr([html.Td(k), html.Td(fmt_ns(v)), html.Td(f"{100 * v / span:.1f}%"),
+    rows = [html.Tr([html.Td(SPAN_PARTS[k]), html.Td(fmt_ns(v)), html.Td(fmt_share(100 * v / span)),
                      html.Td(html.Div(className="bar", style={"width": f"{100 * v / span:.0f}%"}))])
-            for k, v in parts]
+            for k, v in span_parts(r) if v or k == "grains"]
+    contexts = ", ".join(f"{c['kind']} task {c['identity']} {fmt_ns(c['ns'])}"
+                         for c in r["critical_path_time"]["contexts"][:3])
     grains = [html.Li([_link(f"#{c['grain']}", view="graph", grain=c["grain"],
                              problem=NO_PROBLEM),
                        f" {c['kind']} {c['identity']} at {c['location']}: {fmt_ns(c['work_ns'])}"])
               for c in r["critical_path_grains"][:10]]
     return html.Div([html.Table(id="summary-span", className="kv span", children=rows),
+                     html.P(f"Serial and team code on the path, by task: {contexts}.")
+                     if contexts else None,
                      html.P(["The critical path is red on ",
                              _link("the grain graph", view="graph", problem=NO_PROBLEM),
                              "; its first grains:"]), html.Ul(grains)])
