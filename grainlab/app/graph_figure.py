@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..export.drawing import Drawing, item_fill
+from ..export.drawing import Drawing, from_start, item_fill, time_ticks
 from ..export.palette import (CONTEXT_COLOR, CRITICAL, DIMMED, EDGE_COLORS, KIND_COLORS,
                               SEVERITY_COLORS, SUMMARY_BORDER, severity_names)
 
@@ -36,6 +36,7 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
     array again: half the time of a 10^6-grain view). `hover`: label per
     grain/context id (rectangles' hover text). Time reads from the
     drawing's first instant (the region's start), not the trace's clock."""
+    axis, breaks, notes = _time_axis(d)
     d = _from_start(d)
     it = d.items
     lo, hi = d.window
@@ -91,9 +92,10 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
         dragmode="zoom", hovermode="closest",
         xaxis=dict(showgrid=False, zeroline=False, showticklabels=False,
                    range=[-1, max(d.n_columns, 1)]),
+        shapes=breaks, annotations=notes,
         yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time "
                                    "from the start (ms)"),
-                   gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False))
+                   gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False, **axis))
     if len(it) + len(d.edges) <= SVG_LIMIT:
         # SVG traces: faster than WebGL to start for a few thousand elements
         # (no GL context per trace; headless browsers have no GPU)
@@ -104,15 +106,35 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
 
 
 def _from_start(d: Drawing) -> Drawing:
-    """The drawing with its times from the window's start (0 at the top)."""
+    """The drawing with its times from the window's start (0 at the top),
+    through the time axis's breaks (drawing.time_map: a long stretch of
+    runtime alone cut short), as the SVG export draws it."""
     from dataclasses import replace
-    lo, hi = d.window
-    if not lo:
-        return d
     it = d.items.copy()
-    it["y0"] = it["y0"] - lo
-    it["y1"] = it["y1"] - lo
-    return replace(d, items=it, window=(0, hi - lo))
+    it["y0"] = from_start(d, it["y0"].to_numpy(np.float64))
+    it["y1"] = from_start(d, it["y1"].to_numpy(np.float64))
+    e = d.edges.copy()
+    for c in ("ys", "yd"):
+        if c in e:
+            e[c] = from_start(d, e[c].to_numpy(np.float64))
+    return replace(d, items=it, edges=e, window=(0.0, float(from_start(d, d.window[1]))),
+                   extra={**d.extra, "breaks": np.zeros((0, 2))})
+
+
+def _time_axis(d: Drawing) -> tuple[dict, list, list]:
+    """The y axis's ticks (drawn positions, labelled with real ms from the
+    start) and each break as a grey band with its cut length."""
+    ticks, at, breaks = time_ticks(d)
+    axis = dict(tickmode="array", tickvals=(at / MS).tolist(),
+                ticktext=[f"{t / MS:.4g}" for t in ticks])
+    shapes = [dict(type="rect", xref="paper", x0=0, x1=1, y0=b0 / MS, y1=b1 / MS,
+                   fillcolor="#ececec", opacity=0.6, line=dict(width=0), layer="below")
+              for b0, b1, _ in breaks]
+    notes = [dict(xref="paper", x=0, y=(b0 + b1) / 2 / MS, xanchor="left", showarrow=False,
+                  text=f"<i>({cut / MS:.3g} ms cut)</i>", font=dict(size=10, color="#333"),
+                  bgcolor="rgba(255,255,255,0.7)")
+             for b0, b1, cut in breaks]
+    return axis, shapes, notes
 
 
 def _add_edges(fig, d: Drawing, x, y0, y1):
@@ -122,6 +144,7 @@ def _add_edges(fig, d: Drawing, x, y0, y1):
     s, t = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
     typ = e["type"].to_numpy().astype(str)
     crit = e["critical"].to_numpy(bool)
+    ya, yb = _edge_ends(d, y0, y1)
     for name in ["continuation", "creation", "synchronization", "dependence", "critical"]:
         m = crit if name == "critical" else (typ == name) & ~crit
         if not m.any():
@@ -129,13 +152,27 @@ def _add_edges(fig, d: Drawing, x, y0, y1):
         k = int(m.sum())
         px, py = np.empty(3 * k), np.empty(3 * k)
         px[0::3], px[1::3], px[2::3] = x[s[m]], x[t[m]], np.nan
-        py[0::3], py[1::3], py[2::3] = y1[s[m]] / MS, y0[t[m]] / MS, np.nan
+        py[0::3], py[1::3], py[2::3] = ya[m] / MS, yb[m] / MS, np.nan
         color = CRITICAL if name == "critical" else EDGE_COLORS[name]
         fig.append(dict(type="scattergl",
             x=px, y=py, mode="lines", hoverinfo="skip", meta=f"edge {name}",
             name=f"{name} edges" if name != "critical" else "critical edges",
             line=dict(color=color, width=2 if name == "critical" else 1),
             opacity=0.9 if name in ("critical", "continuation") else 0.7))
+
+
+def _edge_ends(d: Drawing, y0, y1) -> tuple:
+    """Where each edge leaves its source and meets its destination (ns): at
+    its end nodes' times, on the items as drawn (a shape without its bar at
+    its marker), as the SVG export draws them (svg.edge_ends)."""
+    from ..export.svg import edge_ends
+    it = d.items
+    span = max(float(it["y1"].max() - it["y0"].min()), 1.0) if len(it) else 1.0
+    # the app draws a shape's bar beyond 0.4% of the time span (_add_shapes);
+    # edge_ends leaves out bars of 4 units or less: scale so those agree
+    scale = 4.0 / (span * 0.004)
+    ya, yb = edge_ends(d, y0 * scale, y1 * scale, lambda v: v * scale)
+    return ya / scale, yb / scale
 
 
 def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover, by_value=False):
