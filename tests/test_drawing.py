@@ -89,18 +89,24 @@ def test_thesis_fig_5_3a_foo(foo):
     assert (kids["y1"] <= join_y).all()
 
 
-def test_loop_chunks_side_by_side_with_their_iteration_ranges(loop):
+def test_loop_chunks_in_a_lane_per_thread_with_their_iteration_ranges(loop):
     # loops dynamic,7 40: ceil(40/7) = 6 chunks of 7 iterations, the last 5
     d = GrainLayout(loop.graph_with_metrics).draw(depth=None)
     ch = d.items[d.items["kind"] == "chunk"]
     assert len(ch) == 6
     assert sorted(ch["label"], key=lambda s: int(s.split("-")[0])) == \
         ["0-6", "7-13", "14-20", "21-27", "28-34", "35-39"]
-    assert ch["x"].nunique() == 6                          # one column each
-    # right of the implicit task that ran them (its book-keeping's column)
+    # a thread's chunks chain through its book-keeping (graph-model.md):
+    # one lane per thread, right of the implicit task that ran them (its
+    # book-keeping's column), none overlapping another in time
     parent = loop.graph.grains["parent"].to_numpy()[ch["grain"].to_numpy()]
+    assert ch["x"].nunique() == len(set(parent))
+    assert (ch.groupby("x")["grain"].apply(
+        lambda s: len(set(loop.graph.grains["parent"].to_numpy()[s.to_numpy()]))) == 1).all()
     bk = d.items[d.items["kind"] == "bookkeeping"].groupby("grain")["x"].first()
     assert (ch["x"].to_numpy() > bk.loc[parent].to_numpy()).all()
+    for _, lane in ch.sort_values("y0").groupby("x"):
+        assert (lane["y0"].to_numpy()[1:] >= lane["y1"].to_numpy()[:-1]).all()
 
 
 def test_reductions_keep_member_counts_and_weights(fib, loop):

@@ -44,7 +44,8 @@ SIBLING_PAGE = 200         # children of an expanded node shown per page
 FAN_MIN = 16               # leaf siblings from which a fan is packed into lanes
 LANE_ROUNDS = 64           # lanes packed greedily; the rest of a huge fan one column each
 BREAK_MIN = 0.15           # a stretch of runtime alone longer than this share of the rest
-BREAK_FLOOR = 0.02         # (and of all the shown time) is cut out of the time axis ...
+BREAK_FLOOR = 0.01         # (the rest: at least this share of the shown time) is cut out
+                           # of the time axis ...
 BREAK_SHOW = 0.04          # ... and drawn this share of the rest of the time long
 
 # Colours and severity classes: grainlab.export.palette (one place for every view).
@@ -118,6 +119,7 @@ class GrainLayout:
         self.cum_work = np.r_[0, np.cumsum(work[bp])]
         self.crit_pos = crit[bp]
         self.labels = _chunk_labels(gr)
+        self.is_chunk = np.r_[gr["kind"].astype(str).to_numpy() == "chunk", np.zeros(M - G, bool)]
 
     # -- what is shown ------------------------------------------------------
     def auto_depth(self, mode: str = "dag") -> int | None:
@@ -265,7 +267,8 @@ class GrainLayout:
         (-1: not in a packed fan). Columns follow the tree in pre-order; a run
         of FAN_MIN or more consecutive leaf columns of one parent (a loop's
         chunks on one thread, the tasks a single producer creates) is packed
-        into lanes: intervals of time that do not overlap share a column.
+        into lanes: intervals of time that do not overlap share a column (a
+        thread's loop chunks always, however few).
         In DAG time a thread's chunks chain through its book-keeping and a
         task that depends on another starts where it ends, so a fan is as wide
         as its parallelism, not its size, and dependence chains run down."""
@@ -284,7 +287,9 @@ class GrainLayout:
         new_run = np.r_[True, ~leaf[:-1] | (par[1:] != par[:-1])] | ~leaf
         run = np.cumsum(new_run) - 1
         size = np.bincount(run)
-        packed = leaf & (size[run] >= FAN_MIN)
+        # a thread's chunks always (its loop timeline), other fans from FAN_MIN
+        chunks = np.bincount(run, weights=self.is_chunk[owner] & ~summ, minlength=len(size))
+        packed = leaf & ((size[run] >= FAN_MIN) | ((chunks[run] == size[run]) & (size[run] > 1)))
         lane = np.full(len(P), -1, np.int64)
         if packed.any():
             lane[packed] = _lanes(run[packed], y0[packed], y1[packed])
@@ -473,8 +478,7 @@ def _time_breaks(items: pd.DataFrame, window, G: int) -> np.ndarray:
     one element at a time is drawn and that element is no grain's own work:
     a join or book-keeping that took long (a 12 ms taskwait), a collapsed
     subtree running long after the rest, serial code. Those longer than
-    BREAK_MIN of the time the rest takes (and BREAK_FLOOR of the shown
-    time) are cut short (`time_map`) and marked, so one such stretch does not
+    BREAK_MIN of the time the rest takes are cut short (`time_map`) and marked, so one such stretch does not
     leave the rest a strip at the top. A grain alone keeps its length: a long
     serial grain is what the picture must show."""
     lo, hi = window
@@ -502,7 +506,7 @@ def _time_breaks(items: pd.DataFrame, window, G: int) -> np.ndarray:
     ok = pd.Series(ok).groupby(run).first().to_numpy()
     span = max(hi - lo, 1.0)
     busy = span - float((b - a)[ok].sum())
-    cut = ok & (b - a > max(BREAK_MIN * busy, BREAK_FLOOR * span))
+    cut = ok & (b - a > BREAK_MIN * max(busy, BREAK_FLOOR * span))
     return np.c_[a[cut], b[cut]]
 
 
@@ -518,7 +522,8 @@ def time_map(d: Drawing) -> tuple:
     kept = (hi - lo) - float((br[:, 1] - br[:, 0]).sum())
     show = BREAK_SHOW * max(kept, 1.0)
     seg[2:2 + 2 * len(br):2] = np.minimum(seg[2:2 + 2 * len(br):2], show)
-    return real, np.r_[real[0], real[0] + np.cumsum(seg)]
+    # summed from lo, so that lo maps exactly (lo - 1e18 + 1e18 loses digits)
+    return real, np.r_[lo - far, lo, lo + np.cumsum(seg[1:])]
 
 
 def from_start(d: Drawing, t) -> np.ndarray:
