@@ -349,3 +349,16 @@ def test_app_figure_reads_time_from_the_start_as_the_export(fib):
     ef = n["earliest_finish"].to_numpy(np.float64)
     st = ef - n["duration"].to_numpy(np.float64)
     assert values[-1] <= (ef[grain].max() - st[grain].min()) / 1e6 * 1.2
+
+
+def test_app_labels_of_a_lane_do_not_stack():
+    """A lane of 100 chunks 1 unit apart, labels kept at least 10 apart (the
+    app's chunk labels: a lane stacks them), and in another column too."""
+    from grainlab.app.graph_figure import _apart
+    x = np.r_[np.zeros(100), np.ones(100)]
+    y = np.r_[np.arange(100.0), np.arange(100.0) + 0.5]
+    keep = _apart(x, y, np.ones(200, bool), 10.0)
+    for col in (0, 1):
+        ys = np.sort(y[keep & (x == col)])
+        assert len(ys) >= 5 and (np.diff(ys) >= 10).all()
+    assert not _apart(x, y, np.zeros(200, bool), 10.0).any()

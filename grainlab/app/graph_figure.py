@@ -19,6 +19,7 @@ MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
 SVG_LIMIT = 8_000        # elements + edges drawn as SVG rather than WebGL traces
 SUMMARY_LABELS = 40      # summaries labelled only when this few (hover says the rest)
+LABEL_ROWS = 45          # labels of one column at least 1/45 of the shown time apart (~12 px)
 SHAPES = {"fork": "triangle-down", "join": "circle", "bookkeeping": "square"}
 KIND_NAMES = {"fragment": "fragment", "chunk": "chunk", "summary": "collapsed subtree (click)"}
 
@@ -79,7 +80,7 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
             marker=dict(symbol="square", size=float(np.clip(bar + 4, 8, 16)),
                         color="white", line=dict(color=SUMMARY_BORDER, width=2))))
     _add_shapes(fig, it, kind, crit, x, y0, y1, bar)
-    _add_labels(fig, it, kind, x, y0, y1)
+    _add_labels(fig, it, kind, x, y0, y1, max(hi - lo, 1.0) / LABEL_ROWS)
     what = "DAG time: each node starts where its predecessors end" if d.mode == "dag" \
         else "wall-clock time"
     layout = dict(
@@ -224,6 +225,25 @@ def _hover(it, m, kind, hover) -> list:
     return out.tolist()
 
 
+def _apart(x, y, m, gap) -> np.ndarray:
+    """Of the labels `m`, those at least `gap` apart in their column: a lane's
+    chunks stack, and their labels would overlap. The first label of each
+    `gap`-high cell of a column, less any closer than `gap` to the one
+    before it (kept or not: at worst a label more is left out)."""
+    idx = np.flatnonzero(m)
+    if not len(idx):
+        return m
+    cell = np.floor(y[idx] / gap)
+    order = idx[np.lexsort((y[idx], cell, x[idx]))]
+    c = np.floor(y[order] / gap)
+    first = np.r_[True, (x[order][1:] != x[order][:-1]) | (c[1:] != c[:-1])]
+    order = order[first]
+    keep = np.r_[True, (x[order][1:] != x[order][:-1]) | (np.diff(y[order]) >= gap)]
+    out = np.zeros(len(m), bool)
+    out[order[keep]] = True
+    return out
+
+
 def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
     size = float(np.clip(bar + 2, 6, 13))
     y0r, y1r = it["y0"].to_numpy(np.float64), it["y1"].to_numpy(np.float64)
@@ -252,11 +272,12 @@ def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
                                   width=np.where(crit[m], 2, 0.5).tolist()))))
 
 
-def _add_labels(fig, it, kind, x, y0, y1):
+def _add_labels(fig, it, kind, x, y0, y1, gap):
     lab = it["label"].to_numpy(dtype=object)
     m = np.isin(kind, ["chunk", "summary"]) & (lab != "") & ~np.equal(lab, None)
     if (kind[m] == "summary").sum() > SUMMARY_LABELS:      # they would overlap
         m &= kind != "summary"
+    m &= _apart(x, (y0 + y1) / 2, m, gap)
     if not m.any() or m.sum() > LABEL_LIMIT:
         return
     fig.append(dict(type="scatter", x=x[m] + 0.35, y=(y0[m] + y1[m]) / 2 / MS, mode="text",

@@ -46,7 +46,8 @@ LANE_ROUNDS = 64           # lanes packed greedily; the rest of a huge fan one c
 BREAK_MIN = 0.15           # a stretch of runtime alone longer than this share of the rest
 BREAK_FLOOR = 0.01         # (the rest: at least this share of the shown time) is cut out
                            # of the time axis ...
-BREAK_SHOW = 0.04          # ... and drawn this share of the rest of the time long
+BREAK_SHOW = 0.04          # ... and drawn this share of the rest of the time long,
+BREAKS_SHOW = 0.12         # all of them together at most this share
 
 # Colours and severity classes: grainlab.export.palette (one place for every view).
 
@@ -58,11 +59,11 @@ class Drawing:
     x (column), y0, y1 (ns from the top), weight (ns, summed over members),
     n_members, critical, sev (problem severity 0..1 of the grain; NaN where
     none applies), label, and for summaries: token (to expand it),
-    n_grains, work (ns), span (ns, its drawn extent); lane: the column of
-    its packed fan (-1: none). edges: src, dst (item ids), type, critical,
+    n_grains, work (ns), span (ns, its drawn extent); fan: the packed fan
+    (run of leaf siblings packed into lanes) it is in (-1: none). edges: src, dst (item ids), type, critical,
     count (graph edges merged), ys, yd (ns: where it leaves its source and
     meets its destination), bundled (one edge drawn for a fan lane's
-    `count` edges)."""
+    `count` edges into or out of a fan)."""
     items: pd.DataFrame
     edges: pd.DataFrame
     mode: str
@@ -198,7 +199,7 @@ class GrainLayout:
         if depth == "auto":
             depth = self.auto_depth(mode)
         a, b, tok, own_shown = self.intervals(depth, expand)
-        col_of, lane_of = self._packed_columns(mode, own_shown, a, b)
+        col_of, fan_of = self._packed_columns(mode, own_shown, a, b)
         show_node = own_shown[self.col]
         idx = np.flatnonzero(show_node)
         # owners with long chains (a loop's book-keeping between its chunks):
@@ -212,8 +213,8 @@ class GrainLayout:
             if (fragments or forks or bookkeeping) else np.arange(len(idx))
         items = self._items(mode, idx, codes, col_of)
         summ = self._summaries(mode, a, b, tok, col_of)
-        items["lane"] = lane_of[items["grain"].to_numpy(np.int64)]
-        summ["lane"] = lane_of[self.by_pos[a]] if len(a) else np.zeros(0, np.int64)
+        items["fan"] = fan_of[items["grain"].to_numpy(np.int64)]
+        summ["fan"] = fan_of[self.by_pos[a]] if len(a) else np.zeros(0, np.int64)
         K = len(items)
         item_of = np.full(self.n_nodes, -1, np.int64)
         item_of[idx] = codes
@@ -302,9 +303,9 @@ class GrainLayout:
         col = np.where(packed, before[first] + lane, before)
         col_of = np.zeros(M, np.int64)
         col_of[owner] = col
-        lane_of = np.full(M, -1, np.int64)
-        lane_of[owner[packed]] = col[packed]          # a lane is named by its column
-        return col_of, lane_of
+        fan_of = np.full(M, -1, np.int64)
+        fan_of[owner[packed]] = run[packed]
+        return col_of, fan_of
 
     # -- items and edges ------------------------------------------------------
     def _items(self, mode, idx, codes, col_of) -> pd.DataFrame:
@@ -364,7 +365,7 @@ class GrainLayout:
             critical=("critical", "any"), count=("critical", "size"),
             ys=("ys", "min"), yd=("yd", "min")).reset_index()
         e["type"] = names[e["type"].to_numpy()]
-        e["bundled"] = False
+        e["bundled"] = e["count"] > 1          # grouped items: one edge per pair, counted
         return e
 
 
@@ -425,23 +426,23 @@ def _reachable(nxt, heads, m) -> np.ndarray:
 
 
 def _bundle_fans(e: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    """Creation edges into a packed fan's lane drawn as one edge per lane (from
-    the first fork to the lane's first grain), synchronization edges out of
-    it as one per lane and join (from the lane's last grain), with the count
-    they stand for; unless on the critical path, which stays drawn edge by
-    edge. A single producer's 200 tasks then draw a few edges, not a wedge
-    of 200; dependence and continuation edges are all kept."""
-    lane = items["lane"].to_numpy(np.int64)
+    """Creation edges into a packed fan drawn as one edge (from the first
+    fork to the fan's first grain), synchronization edges out of it as one
+    per join (from the fan's last grain to it), with the count they stand
+    for; unless on the critical path, which stays drawn edge by edge. A
+    single producer's 200 tasks then draw two edges, not two wedges of 200;
+    dependence and continuation edges are all kept."""
+    fan = items["fan"].to_numpy(np.int64)
     s, d = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
     typ, crit = e["type"].to_numpy().astype(str), e["critical"].to_numpy(bool)
-    cre = (typ == "creation") & ~crit & (lane[d] >= 0) & (lane[s] != lane[d])
-    syn = (typ == "synchronization") & ~crit & (lane[s] >= 0) & (lane[s] != lane[d])
+    cre = (typ == "creation") & ~crit & (fan[d] >= 0) & (fan[s] != fan[d])
+    syn = (typ == "synchronization") & ~crit & (fan[s] >= 0) & (fan[s] != fan[d])
     if not (cre | syn).any():
         return e
-    c = e[cre].assign(key=lane[d[cre]])
+    c = e[cre].assign(key=fan[d[cre]])
     c = _first_by(c, "ys", "src", ascending=True).join(
         _first_by(c, "yd", "dst", ascending=True), on="key")
-    y = e[syn].assign(key=lane[s[syn]] * (len(items) + 1) + d[syn])
+    y = e[syn].assign(key=fan[s[syn]] * (len(items) + 1) + d[syn])
     y = _first_by(y, "ys", "src", ascending=False).join(
         _first_by(y, "yd", "dst", ascending=True), on="key")
     out = pd.concat([c, y]).reset_index(drop=True)
@@ -493,8 +494,10 @@ def _time_breaks(items: pd.DataFrame, window, G: int) -> np.ndarray:
     order = np.argsort(t, kind="stable")
     t = t[order]
     drawn, who = np.cumsum(step[order])[:-1], np.cumsum(ident[order])[:-1]  # on [t[i], t[i+1])
-    one = np.clip(np.round(who).astype(np.int64), 0, max(len(items) - 1, 0))
-    ok = (drawn < 0.5) | ((np.abs(drawn - 1) < 0.5) & ~work[one] if len(items) else drawn < 0.5)
+    if not len(items):
+        return np.zeros((0, 2))
+    one = np.clip(np.round(who).astype(np.int64), 0, len(items) - 1)  # when drawn == 1
+    ok = (drawn < 0.5) | ((np.abs(drawn - 1) < 0.5) & ~work[one])
     length = np.diff(t)
     keep = length > 0                                  # instants do not end a stretch
     t0, t1, ok = t[:-1][keep], t[1:][keep], ok[keep]
@@ -512,7 +515,8 @@ def _time_breaks(items: pd.DataFrame, window, G: int) -> np.ndarray:
 
 def time_map(d: Drawing) -> tuple:
     """Knots (real ns, drawn ns) of the drawing's time axis: the identity but
-    for its breaks, each drawn BREAK_SHOW of the unbroken time long
+    for its breaks, each drawn BREAK_SHOW of the unbroken time long (all
+    together at most BREAKS_SHOW of it)
     (`np.interp(t, *time_map(d))`; slope 1 beyond the window)."""
     lo, hi = d.window
     br = np.asarray(d.extra.get("breaks", np.zeros((0, 2))), np.float64).reshape(-1, 2)
@@ -520,7 +524,8 @@ def time_map(d: Drawing) -> tuple:
     real = np.r_[lo - far, lo, br.ravel(), hi, hi + far]
     seg = np.diff(real)
     kept = (hi - lo) - float((br[:, 1] - br[:, 0]).sum())
-    show = BREAK_SHOW * max(kept, 1.0)
+    # each BREAK_SHOW of the rest, all together at most BREAKS_SHOW
+    show = min(BREAK_SHOW, BREAKS_SHOW / max(len(br), 1)) * max(kept, 1.0)
     seg[2:2 + 2 * len(br):2] = np.minimum(seg[2:2 + 2 * len(br):2], show)
     # summed from lo, so that lo maps exactly (lo - 1e18 + 1e18 loses digits)
     return real, np.r_[lo - far, lo, lo + np.cumsum(seg[1:])]

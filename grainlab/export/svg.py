@@ -40,7 +40,9 @@ class Geometry:
     def __init__(self, d: Drawing, height: int, width: int | None, fit: bool):
         n = max(d.n_columns, 1)
         room = (width if width else DEFAULT_WIDTH) - LEFT - 20
-        self.col = float(min(COL, max(room / n, 1.0 if fit else 4.0)))
+        # --fit: a few columns (a depend graph's lanes) spread over the page,
+        # up to 3 x COL apart, rather than a strip at its left edge
+        self.col = float(min(COL * (3 if fit else 1), max(room / n, 1.0 if fit else 4.0)))
         self.bar = float(max(1.0, min(BAR, self.col * 0.6)))
         self.shape = float(max(2.0, min(SHAPE, self.col * 0.35)))
         self.width = float(width if width else max(LEFT + self.col * n + 20, 760))
@@ -127,6 +129,8 @@ def _legend_entries(d: Drawing) -> list:
     for t in ("creation", "synchronization", "continuation", "dependence"):
         if t in types:
             out.append(("edge", EDGE_COLORS[t], f"{t} edge"))
+    if len(d.edges) and "bundled" in d.edges and d.edges["bundled"].to_numpy(bool).any():
+        out.append(("bundle", "#666", "thicker edge: N edges bundled (N on hover)"))
     if it["critical"].to_numpy(bool).any():
         out.append(("critical", CRITICAL, "critical path"))
     return out
@@ -171,8 +175,8 @@ def _swatch(shape, color, x, y) -> str:
         return f'<circle cx="{c}" cy="{m}" r="5.5" fill="{color}"/>'
     if shape == "bookkeeping":
         return f'<rect x="{x + 1}" y="{y}" width="10" height="10" fill="{color}"/>'
-    if shape in ("edge", "critical"):
-        w = 3 if shape == "critical" else 1.5
+    if shape in ("edge", "critical", "bundle"):
+        w = 3 if shape in ("critical", "bundle") else 1.5
         return f'<line x1="{x}" y1="{m}" x2="{x + 12}" y2="{m}" stroke="{color}" stroke-width="{w}"/>'
     stroke, dash = "#777", ""
     if shape == "chunk":
