@@ -126,6 +126,10 @@ def _time_axis(d: Drawing) -> tuple[dict, list, list]:
     """The y axis's ticks (drawn positions, labelled with real ms from the
     start) and each break as a grey band with its cut length."""
     ticks, at, breaks = time_ticks(d)
+    # a break's end next to a round tick: one of them (about 12 px apart)
+    keep = _apart(np.zeros(len(at)), at, np.ones(len(at), bool),
+                  max(float(from_start(d, d.window[1])), 1.0) / LABEL_ROWS)
+    ticks, at = ticks[keep], at[keep]
     axis = dict(tickmode="array", tickvals=(at / MS).tolist(),
                 ticktext=[f"{t / MS:.4g}" for t in ticks])
     shapes = [dict(type="rect", xref="paper", x0=0, x1=1, y0=b0 / MS, y1=b1 / MS,
@@ -145,9 +149,14 @@ def _add_edges(fig, d: Drawing, x, y0, y1):
     s, t = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
     typ = e["type"].to_numpy().astype(str)
     crit = e["critical"].to_numpy(bool)
+    bundled = e["bundled"].to_numpy(bool) if "bundled" in e else np.zeros(len(e), bool)
     ya, yb = _edge_ends(d, y0, y1)
-    for name in ["continuation", "creation", "synchronization", "dependence", "critical"]:
-        m = crit if name == "critical" else (typ == name) & ~crit
+    # a bundle (a fan's creation or synchronization edges, a grouped pair's)
+    # thicker, as the export draws it
+    for name, bund in [("continuation", False), ("creation", False), ("synchronization", False),
+                       ("dependence", False), ("creation", True), ("synchronization", True),
+                       ("continuation", True), ("dependence", True), ("critical", False)]:
+        m = crit if name == "critical" else (typ == name) & ~crit & (bundled == bund)
         if not m.any():
             continue
         k = int(m.sum())
@@ -156,9 +165,11 @@ def _add_edges(fig, d: Drawing, x, y0, y1):
         py[0::3], py[1::3], py[2::3] = ya[m] / MS, yb[m] / MS, np.nan
         color = CRITICAL if name == "critical" else EDGE_COLORS[name]
         fig.append(dict(type="scattergl",
-            x=px, y=py, mode="lines", hoverinfo="skip", meta=f"edge {name}",
-            name=f"{name} edges" if name != "critical" else "critical edges",
-            line=dict(color=color, width=2 if name == "critical" else 1),
+            x=px, y=py, mode="lines", hoverinfo="skip",
+            meta=f"edge {name}" + (" bundled" if bund else ""),
+            name=(f"{name} edges" if name != "critical" else "critical edges")
+            + (" (bundled, thicker)" if bund else ""),
+            line=dict(color=color, width=2 if name == "critical" else 3 if bund else 1),
             opacity=0.9 if name in ("critical", "continuation") else 0.7))
 
 
@@ -226,8 +237,9 @@ def _hover(it, m, kind, hover) -> list:
 
 
 def _apart(x, y, m, gap) -> np.ndarray:
-    """Of the labels `m`, those at least `gap` apart in their column: a lane's
-    chunks stack, and their labels would overlap. The first label of each
+    """Of the labels `m`, those at least `gap` apart in their column (`x`: a
+    column or a cell of columns): a lane's chunks stack, and their labels
+    would overlap. The first label of each
     `gap`-high cell of a column, less any closer than `gap` to the one
     before it (kept or not: at worst a label more is left out)."""
     idx = np.flatnonzero(m)
@@ -277,7 +289,12 @@ def _add_labels(fig, it, kind, x, y0, y1, gap):
     m = np.isin(kind, ["chunk", "summary"]) & (lab != "") & ~np.equal(lab, None)
     if (kind[m] == "summary").sum() > SUMMARY_LABELS:      # they would overlap
         m &= kind != "summary"
-    m &= _apart(x, (y0 + y1) / 2, m, gap)
+    # a label is ~7 px a character, a column 900 px / columns wide: labels
+    # of neighbouring columns at one height share a cell of as many columns
+    # as a label spans
+    width = 7 * max((len(str(v)) for v in lab[m]), default=1)
+    span = max(int(np.ceil(width / (900 / max(x.max() + 1 if len(x) else 1, 1)))), 1)
+    m &= _apart(np.floor(x / span), (y0 + y1) / 2, m, gap)
     if not m.any() or m.sum() > LABEL_LIMIT:
         return
     fig.append(dict(type="scatter", x=x[m] + 0.35, y=(y0[m] + y1[m]) / 2 / MS, mode="text",
