@@ -60,10 +60,11 @@ class Drawing:
     n_members, critical, sev (problem severity 0..1 of the grain; NaN where
     none applies), label, and for summaries: token (to expand it),
     n_grains, work (ns), span (ns, its drawn extent); fan: the packed fan
-    (run of leaf siblings packed into lanes) it is in (-1: none). edges: src, dst (item ids), type, critical,
-    count (graph edges merged), ys, yd (ns: where it leaves its source and
-    meets its destination), bundled (one edge drawn for a fan lane's
-    `count` edges into or out of a fan)."""
+    (run of leaf siblings packed into lanes) it is in (-1: none). edges:
+    src, dst (item ids), type, critical, count (graph edges it stands for),
+    ys, yd (ns: where it leaves its source and meets its destination),
+    bundled (count > 1: a fan's creation or synchronization edges, or the
+    edges between two grouped items)."""
     items: pd.DataFrame
     edges: pd.DataFrame
     mode: str
@@ -264,7 +265,7 @@ class GrainLayout:
 
     # -- columns: the tree in pre-order, fans packed into lanes -------------
     def _packed_columns(self, mode, own_shown, a, b):
-        """Column of every shown owner and summary's first owner, and its lane
+        """Column of every shown owner and summary's first owner, and its fan
         (-1: not in a packed fan). Columns follow the tree in pre-order; a run
         of FAN_MIN or more consecutive leaf columns of one parent (a loop's
         chunks on one thread, the tasks a single producer creates) is packed
@@ -479,10 +480,26 @@ def _time_breaks(items: pd.DataFrame, window, G: int) -> np.ndarray:
     one element at a time is drawn and that element is no grain's own work:
     a join or book-keeping that took long (a 12 ms taskwait), a collapsed
     subtree running long after the rest, serial code. Those longer than
-    BREAK_MIN of the time the rest takes are cut short (`time_map`) and marked, so one such stretch does not
-    leave the rest a strip at the top. A grain alone keeps its length: a long
-    serial grain is what the picture must show."""
+    BREAK_MIN of the time the rest takes are cut short (`time_map`) and
+    marked, so one such stretch does not leave the rest a strip at the top.
+    A grain alone keeps its length: a long serial grain is what the picture
+    must show."""
     lo, hi = window
+    a, b, ok = _runtime_alone(items, window, G)
+    span = max(hi - lo, 1.0)
+    busy = span - float((b - a)[ok].sum())
+    cut = ok & (b - a > BREAK_MIN * max(busy, BREAK_FLOOR * span))
+    return np.c_[a[cut], b[cut]]
+
+
+def _runtime_alone(items: pd.DataFrame, window, G: int) -> tuple:
+    """The shown time as consecutive stretches [a, b) and whether each shows
+    nothing, or one element at a time that is no grain's own work (`ok`):
+    a sweep over the items' ends, counting the items drawn and summing
+    their ids (the sum is the id when one is drawn)."""
+    lo, hi = window
+    if not len(items):
+        return np.zeros(0), np.zeros(0), np.zeros(0, bool)
     y0, y1 = items["y0"].to_numpy(np.float64), items["y1"].to_numpy(np.float64)
     m = np.flatnonzero(y1 > y0)
     kind = items["kind"].to_numpy().astype(str)
@@ -490,34 +507,27 @@ def _time_breaks(items: pd.DataFrame, window, G: int) -> np.ndarray:
     work = np.isin(kind, ["fragment", "chunk"]) & (gid >= 0) & (gid < G)
     t = np.clip(np.r_[y0[m], y1[m], lo, hi], lo, hi)
     step = np.r_[np.ones(len(m)), -np.ones(len(m)), 0, 0]
-    ident = np.r_[m, m, 0, 0] * step                   # the sum of the drawn ids
     order = np.argsort(t, kind="stable")
     t = t[order]
-    drawn, who = np.cumsum(step[order])[:-1], np.cumsum(ident[order])[:-1]  # on [t[i], t[i+1])
-    if not len(items):
-        return np.zeros((0, 2))
-    one = np.clip(np.round(who).astype(np.int64), 0, len(items) - 1)  # when drawn == 1
+    drawn = np.cumsum(step[order])[:-1]                       # on [t[i], t[i+1])
+    who = np.cumsum((np.r_[m, m, 0, 0] * step)[order])[:-1]
+    one = np.clip(np.round(who).astype(np.int64), 0, len(items) - 1)
     ok = (drawn < 0.5) | ((np.abs(drawn - 1) < 0.5) & ~work[one])
-    length = np.diff(t)
-    keep = length > 0                                  # instants do not end a stretch
+    keep = np.diff(t) > 0                              # instants do not end a stretch
     t0, t1, ok = t[:-1][keep], t[1:][keep], ok[keep]
     if not len(ok):
-        return np.zeros((0, 2))
+        return t0, t1, ok
     run = np.cumsum(np.r_[True, ok[1:] != ok[:-1]])
-    a = pd.Series(t0).groupby(run).min().to_numpy()
-    b = pd.Series(t1).groupby(run).max().to_numpy()
-    ok = pd.Series(ok).groupby(run).first().to_numpy()
-    span = max(hi - lo, 1.0)
-    busy = span - float((b - a)[ok].sum())
-    cut = ok & (b - a > BREAK_MIN * max(busy, BREAK_FLOOR * span))
-    return np.c_[a[cut], b[cut]]
+    return (pd.Series(t0).groupby(run).min().to_numpy(),
+            pd.Series(t1).groupby(run).max().to_numpy(),
+            pd.Series(ok).groupby(run).first().to_numpy())
 
 
 def time_map(d: Drawing) -> tuple:
     """Knots (real ns, drawn ns) of the drawing's time axis: the identity but
     for its breaks, each drawn BREAK_SHOW of the unbroken time long (all
-    together at most BREAKS_SHOW of it)
-    (`np.interp(t, *time_map(d))`; slope 1 beyond the window)."""
+    together at most BREAKS_SHOW of it): `np.interp(t, *time_map(d))`;
+    slope 1 beyond the window."""
     lo, hi = d.window
     br = np.asarray(d.extra.get("breaks", np.zeros((0, 2))), np.float64).reshape(-1, 2)
     far = 1e18
