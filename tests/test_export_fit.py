@@ -183,7 +183,7 @@ def _overlap_free_columns(rects):
     """True when no two rectangles of one column (same x) overlap in y by
     more than the shortest drawn length."""
     by_x = {}
-    for _, _, x, y, w, h in rects:
+    for _, _, x, y, _w, h in rects:
         by_x.setdefault(round(x, 1), []).append((y, y + h))
     for iv in by_x.values():
         iv.sort()
