@@ -89,18 +89,24 @@ def test_thesis_fig_5_3a_foo(foo):
     assert (kids["y1"] <= join_y).all()
 
 
-def test_loop_chunks_side_by_side_with_their_iteration_ranges(loop):
+def test_loop_chunks_in_a_lane_per_thread_with_their_iteration_ranges(loop):
     # loops dynamic,7 40: ceil(40/7) = 6 chunks of 7 iterations, the last 5
     d = GrainLayout(loop.graph_with_metrics).draw(depth=None)
     ch = d.items[d.items["kind"] == "chunk"]
     assert len(ch) == 6
     assert sorted(ch["label"], key=lambda s: int(s.split("-")[0])) == \
         ["0-6", "7-13", "14-20", "21-27", "28-34", "35-39"]
-    assert ch["x"].nunique() == 6                          # one column each
-    # right of the implicit task that ran them (its book-keeping's column)
+    # a thread's chunks chain through its book-keeping (graph-model.md):
+    # one lane per thread, right of the implicit task that ran them (its
+    # book-keeping's column), none overlapping another in time
     parent = loop.graph.grains["parent"].to_numpy()[ch["grain"].to_numpy()]
+    assert ch["x"].nunique() == len(set(parent))
+    assert (ch.groupby("x")["grain"].apply(
+        lambda s: len(set(loop.graph.grains["parent"].to_numpy()[s.to_numpy()]))) == 1).all()
     bk = d.items[d.items["kind"] == "bookkeeping"].groupby("grain")["x"].first()
     assert (ch["x"].to_numpy() > bk.loc[parent].to_numpy()).all()
+    for _, lane in ch.sort_values("y0").groupby("x"):
+        assert (lane["y0"].to_numpy()[1:] >= lane["y1"].to_numpy()[:-1]).all()
 
 
 def test_reductions_keep_member_counts_and_weights(fib, loop):
@@ -266,3 +272,93 @@ def test_a_wide_loop_shows_a_page_of_chunks_per_thread(tmp_path):
     assert (it["kind"] == "bookkeeping").sum() == threads and d.extra["auto_reduced"]
     e = L.draw(expand=[more["token"].iloc[0]])
     assert (e.items["kind"] == "chunk").sum() == threads * page + page
+
+
+def _drawing(rows, window):
+    """A Drawing of hand-made items: (kind, grain, y0, y1) rows."""
+    import pandas as pd
+    from grainlab.export.drawing import Drawing
+    items = pd.DataFrame(rows, columns=["kind", "grain", "y0", "y1"])
+    return Drawing(items=items, edges=pd.DataFrame(), mode="dag", n_columns=1,
+                   n_grains=10, collapsed_depth=None, window=window)
+
+
+def test_time_breaks_cut_runtime_alone_but_never_a_grain():
+    """Two grains side by side for 1 ms, then a join alone for 10 ms, then a
+    grain alone for 10 ms: the join's stretch is cut (and drawn 4% of the
+    rest), the grain's is kept whole; ticks read real ms and skip the cut."""
+    from grainlab.export import drawing
+    from grainlab.export.drawing import from_start, time_ticks
+    ms = 1_000_000
+    rows = [("fragment", 0, 0, 1 * ms), ("fragment", 1, 0, 1 * ms),
+            ("join", 0, 1 * ms, 11 * ms), ("fragment", 2, 11 * ms, 21 * ms)]
+    window = (0.0, 21.0 * ms)
+    br = drawing._time_breaks(_drawing(rows, window).items, window, 10)
+    assert br.tolist() == [[1 * ms, 11 * ms]]
+    d = _drawing(rows, window)
+    d.extra["breaks"] = br
+    kept = 11 * ms                                   # the grains' 1 + 10 ms
+    assert from_start(d, 11 * ms) == pytest.approx(1 * ms + drawing.BREAK_SHOW * kept)
+    assert from_start(d, 21 * ms) - from_start(d, 11 * ms) == pytest.approx(10 * ms)
+    ticks, at, breaks = time_ticks(d)
+    assert ticks[0] == 0 and at[0] == 0
+    assert not ((ticks > 1 * ms + 1) & (ticks < 11 * ms - 1)).any()
+    assert 11 * ms in ticks and breaks[0, 2] == 10 * ms
+    # a grain alone as long as the join: no break at all
+    rows[2] = ("fragment", 3, 1 * ms, 11 * ms)
+    assert len(drawing._time_breaks(_drawing(rows, window).items, window, 10)) == 0
+
+
+def test_lanes_never_overlap_and_chains_share_one():
+    """Random intervals in three runs: no two of one lane overlap and lanes
+    never mix runs; a chain of touching intervals (a thread's chunks) is one
+    lane; a fan of overlapping ones takes one lane each."""
+    from grainlab.export.drawing import _lanes
+    rng = np.random.default_rng(1)
+    n = 600
+    run = rng.integers(0, 3, n)
+    y0 = rng.integers(0, 1000, n).astype(float)
+    y1 = y0 + rng.integers(0, 80, n)
+    lane = _lanes(run, y0, y1)
+    assert (lane >= 0).all()
+    for r in range(3):
+        for k in np.unique(lane[run == r]):
+            m = (run == r) & (lane == k)
+            o = np.lexsort((y1[m], y0[m]))      # an empty interval before one it starts
+            assert (y0[m][o][1:] >= y1[m][o][:-1]).all()
+    # at least as many lanes as intervals overlap at once (a lower bound)
+    chain = np.arange(50.0)
+    assert (_lanes(np.zeros(50, int), chain, chain + 1) == 0).all()
+    assert sorted(_lanes(np.zeros(50, int), np.zeros(50), np.ones(50))) == list(range(50))
+    assert sorted(_lanes(np.zeros(100, int), np.zeros(100), np.ones(100)))[-1] == 99
+
+
+def test_app_figure_reads_time_from_the_start_as_the_export(fib):
+    """The web app's DAG figure: 0 at the top, tick labels in real ms from
+    the region's start (the export's `time_ticks`), within the grains'
+    DAG-time extent."""
+    from grainlab.app.graph_figure import dag_figure
+    g = fib.graph_with_metrics
+    d = GrainLayout(g).draw()
+    y = dag_figure(d)["layout"]["yaxis"]
+    assert y["range"][1] == 0 and y["range"][0] > 0
+    values = [float(v) for v in y["ticktext"]]
+    assert values[0] == 0 and y["tickvals"][0] == 0 and values == sorted(values)
+    n = g.nodes
+    grain = (n["grain"].to_numpy() >= 0) & (n["grain"].to_numpy() < len(g.grains))
+    ef = n["earliest_finish"].to_numpy(np.float64)
+    st = ef - n["duration"].to_numpy(np.float64)
+    assert values[-1] <= (ef[grain].max() - st[grain].min()) / 1e6 * 1.2
+
+
+def test_app_labels_of_a_lane_do_not_stack():
+    """A lane of 100 chunks 1 unit apart, labels kept at least 10 apart (the
+    app's chunk labels: a lane stacks them), and in another column too."""
+    from grainlab.app.graph_figure import _apart
+    x = np.r_[np.zeros(100), np.ones(100)]
+    y = np.r_[np.arange(100.0), np.arange(100.0) + 0.5]
+    keep = _apart(x, y, np.ones(200, bool), 10.0)
+    for col in (0, 1):
+        ys = np.sort(y[keep & (x == col)])
+        assert len(ys) >= 5 and (np.diff(ys) >= 10).all()
+    assert not _apart(x, y, np.zeros(200, bool), 10.0).any()

@@ -6,6 +6,7 @@ import threading
 from collections import OrderedDict
 
 
+from ..export.drawing import from_start
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
 from .figures import classes, segment_figure
 from .graph_figure import dag_figure
@@ -125,7 +126,7 @@ def _with_dag_selection(fig: dict, d, gid: int) -> dict:
     if not len(own):
         return fig
     marker = {"type": "scattergl", "x": [float(own["x"].iloc[0]) - 0.6],
-              "y": [(float(own["y0"].min()) - d.window[0]) / 1e6], "mode": "markers",
+              "y": [float(from_start(d, own["y0"].min())) / 1e6], "mode": "markers",
               "marker": {"symbol": "star", "size": 16, "color": "#08519c",
                          "line": {"color": "white", "width": 1}},
               "name": f"selected #{gid}", "hoverinfo": "skip", "customdata": [gid],

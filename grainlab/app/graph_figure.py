@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..export.drawing import Drawing, item_fill
+from ..export.drawing import Drawing, from_start, item_fill, time_ticks
 from ..export.palette import (CONTEXT_COLOR, CRITICAL, DIMMED, EDGE_COLORS, KIND_COLORS,
                               SEVERITY_COLORS, SUMMARY_BORDER, severity_names)
 from .hover import hover_text
@@ -20,6 +20,7 @@ MS = 1e6
 LABEL_LIMIT = 400        # chunk and summary labels drawn up to this many
 SVG_LIMIT = 8_000        # elements + edges drawn as SVG rather than WebGL traces
 SUMMARY_LABELS = 40      # summaries labelled only when this few (hover says the rest)
+LABEL_ROWS = 45          # labels of one column at least 1/45 of the shown time apart (~12 px)
 SHAPES = {"fork": "triangle-down", "join": "circle", "bookkeeping": "square"}
 KIND_NAMES = {"fragment": "fragment", "chunk": "chunk", "summary": "collapsed subtree (click)"}
 
@@ -37,6 +38,7 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
     array again: half the time of a 10^6-grain view). `hover`: label per
     grain/context id (rectangles' hover text). Time reads from the
     drawing's first instant (the region's start), not the trace's clock."""
+    axis, breaks, notes = _time_axis(d)
     d = _from_start(d)
     it = d.items
     lo, hi = d.window
@@ -79,7 +81,7 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
             marker=dict(symbol="square", size=float(np.clip(bar + 4, 8, 16)),
                         color="white", line=dict(color=SUMMARY_BORDER, width=2))))
     _add_shapes(fig, it, kind, crit, x, y0, y1, bar)
-    _add_labels(fig, it, kind, x, y0, y1)
+    _add_labels(fig, it, kind, x, y0, y1, max(hi - lo, 1.0) / LABEL_ROWS)
     what = "DAG time: each node starts where its predecessors end" if d.mode == "dag" \
         else "wall-clock time"
     layout = dict(
@@ -92,9 +94,10 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
         dragmode="zoom", hovermode="closest",
         xaxis=dict(showgrid=False, zeroline=False, showticklabels=False,
                    range=[-1, max(d.n_columns, 1)]),
+        shapes=breaks, annotations=notes,
         yaxis=dict(title=dict(text=f"{'DAG' if d.mode == 'dag' else 'wall-clock'} time "
                                    "from the start (ms)"),
-                   gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False))
+                   gridcolor="#eee", range=[hi / MS, lo / MS], autorange=False, **axis))
     if len(it) + len(d.edges) <= SVG_LIMIT:
         # SVG traces: faster than WebGL to start for a few thousand elements
         # (no GL context per trace; headless browsers have no GPU)
@@ -105,15 +108,39 @@ def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict
 
 
 def _from_start(d: Drawing) -> Drawing:
-    """The drawing with its times from the window's start (0 at the top)."""
+    """The drawing with its times from the window's start (0 at the top),
+    through the time axis's breaks (drawing.time_map: a long stretch of
+    runtime alone cut short), as the SVG export draws it."""
     from dataclasses import replace
-    lo, hi = d.window
-    if not lo:
-        return d
     it = d.items.copy()
-    it["y0"] = it["y0"] - lo
-    it["y1"] = it["y1"] - lo
-    return replace(d, items=it, window=(0, hi - lo))
+    it["y0"] = from_start(d, it["y0"].to_numpy(np.float64))
+    it["y1"] = from_start(d, it["y1"].to_numpy(np.float64))
+    e = d.edges.copy()
+    for c in ("ys", "yd"):
+        if c in e:
+            e[c] = from_start(d, e[c].to_numpy(np.float64))
+    return replace(d, items=it, edges=e, window=(0.0, float(from_start(d, d.window[1]))),
+                   extra={**d.extra, "breaks": np.zeros((0, 2))})
+
+
+def _time_axis(d: Drawing) -> tuple[dict, list, list]:
+    """The y axis's ticks (drawn positions, labelled with real ms from the
+    start) and each break as a grey band with its cut length."""
+    ticks, at, breaks = time_ticks(d)
+    # a break's end next to a round tick: one of them (about 12 px apart)
+    keep = _apart(np.zeros(len(at)), at, np.ones(len(at), bool),
+                  max(float(from_start(d, d.window[1])), 1.0) / LABEL_ROWS)
+    ticks, at = ticks[keep], at[keep]
+    axis = dict(tickmode="array", tickvals=(at / MS).tolist(),
+                ticktext=[f"{t / MS:.4g}" for t in ticks])
+    shapes = [dict(type="rect", xref="paper", x0=0, x1=1, y0=b0 / MS, y1=b1 / MS,
+                   fillcolor="#ececec", opacity=0.6, line=dict(width=0), layer="below")
+              for b0, b1, _ in breaks]
+    notes = [dict(xref="paper", x=0, y=(b0 + b1) / 2 / MS, xanchor="left", showarrow=False,
+                  text=f"<i>({cut / MS:.3g} ms cut)</i>", font=dict(size=10, color="#333"),
+                  bgcolor="rgba(255,255,255,0.7)")
+             for b0, b1, cut in breaks]
+    return axis, shapes, notes
 
 
 def _add_edges(fig, d: Drawing, x, y0, y1):
@@ -123,20 +150,42 @@ def _add_edges(fig, d: Drawing, x, y0, y1):
     s, t = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
     typ = e["type"].to_numpy().astype(str)
     crit = e["critical"].to_numpy(bool)
-    for name in ["continuation", "creation", "synchronization", "dependence", "critical"]:
-        m = crit if name == "critical" else (typ == name) & ~crit
+    bundled = e["bundled"].to_numpy(bool) if "bundled" in e else np.zeros(len(e), bool)
+    ya, yb = _edge_ends(d, y0, y1)
+    # a bundle (a fan's creation or synchronization edges, a grouped pair's)
+    # thicker, as the export draws it
+    for name, bund in [("continuation", False), ("creation", False), ("synchronization", False),
+                       ("dependence", False), ("creation", True), ("synchronization", True),
+                       ("continuation", True), ("dependence", True), ("critical", False)]:
+        m = crit if name == "critical" else (typ == name) & ~crit & (bundled == bund)
         if not m.any():
             continue
         k = int(m.sum())
         px, py = np.empty(3 * k), np.empty(3 * k)
         px[0::3], px[1::3], px[2::3] = x[s[m]], x[t[m]], np.nan
-        py[0::3], py[1::3], py[2::3] = y1[s[m]] / MS, y0[t[m]] / MS, np.nan
+        py[0::3], py[1::3], py[2::3] = ya[m] / MS, yb[m] / MS, np.nan
         color = CRITICAL if name == "critical" else EDGE_COLORS[name]
         fig.append(dict(type="scattergl",
-            x=px, y=py, mode="lines", hoverinfo="skip", meta=f"edge {name}",
-            name=f"{name} edges" if name != "critical" else "critical edges",
-            line=dict(color=color, width=2 if name == "critical" else 1),
+            x=px, y=py, mode="lines", hoverinfo="skip",
+            meta=f"edge {name}" + (" bundled" if bund else ""),
+            name=(f"{name} edges" if name != "critical" else "critical edges")
+            + (" (bundled, thicker)" if bund else ""),
+            line=dict(color=color, width=2 if name == "critical" else 3 if bund else 1),
             opacity=0.9 if name in ("critical", "continuation") else 0.7))
+
+
+def _edge_ends(d: Drawing, y0, y1) -> tuple:
+    """Where each edge leaves its source and meets its destination (ns): at
+    its end nodes' times, on the items as drawn (a shape without its bar at
+    its marker), as the SVG export draws them (svg.edge_ends)."""
+    from ..export.svg import edge_ends
+    it = d.items
+    span = max(float(it["y1"].max() - it["y0"].min()), 1.0) if len(it) else 1.0
+    # the app draws a shape's bar beyond 0.4% of the time span (_add_shapes);
+    # edge_ends leaves out bars of 4 units or less: scale so those agree
+    scale = 4.0 / (span * 0.004)
+    ya, yb = edge_ends(d, y0 * scale, y1 * scale, lambda v: v * scale)
+    return ya / scale, yb / scale
 
 
 def _add_rects(fig, d: Drawing, rect, x, y0, y1, bar, hover, by_value=False):
@@ -188,6 +237,26 @@ def _hover(it, m, kind, hover) -> list:
     return out.tolist()
 
 
+def _apart(x, y, m, gap) -> np.ndarray:
+    """Of the labels `m`, those at least `gap` apart in their column (`x`: a
+    column or a cell of columns): a lane's chunks stack, and their labels
+    would overlap. The first label of each
+    `gap`-high cell of a column, less any closer than `gap` to the one
+    before it (kept or not: at worst a label more is left out)."""
+    idx = np.flatnonzero(m)
+    if not len(idx):
+        return m
+    cell = np.floor(y[idx] / gap)
+    order = idx[np.lexsort((y[idx], cell, x[idx]))]
+    c = np.floor(y[order] / gap)
+    first = np.r_[True, (x[order][1:] != x[order][:-1]) | (c[1:] != c[:-1])]
+    order = order[first]
+    keep = np.r_[True, (x[order][1:] != x[order][:-1]) | (np.diff(y[order]) >= gap)]
+    out = np.zeros(len(m), bool)
+    out[order[keep]] = True
+    return out
+
+
 def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
     size = float(np.clip(bar + 2, 6, 13))
     y0r, y1r = it["y0"].to_numpy(np.float64), it["y1"].to_numpy(np.float64)
@@ -216,11 +285,17 @@ def _add_shapes(fig, it, kind, crit, x, y0, y1, bar):
                                   width=np.where(crit[m], 2, 0.5).tolist()))))
 
 
-def _add_labels(fig, it, kind, x, y0, y1):
+def _add_labels(fig, it, kind, x, y0, y1, gap):
     lab = it["label"].to_numpy(dtype=object)
     m = np.isin(kind, ["chunk", "summary"]) & (lab != "") & ~np.equal(lab, None)
     if (kind[m] == "summary").sum() > SUMMARY_LABELS:      # they would overlap
         m &= kind != "summary"
+    # a label is ~7 px a character, a column 900 px / columns wide: labels
+    # of neighbouring columns at one height share a cell of as many columns
+    # as a label spans
+    width = 7 * max((len(str(v)) for v in lab[m]), default=1)
+    span = max(int(np.ceil(width / (900 / max(x.max() + 1 if len(x) else 1, 1)))), 1)
+    m &= _apart(np.floor(x / span), (y0 + y1) / 2, m, gap)
     if not m.any() or m.sum() > LABEL_LIMIT:
         return
     fig.append(dict(type="scatter", x=x[m] + 0.35, y=(y0[m] + y1[m]) / 2 / MS, mode="text",

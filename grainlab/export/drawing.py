@@ -41,6 +41,13 @@ OWNER_BUDGET = 400       # owners (grains + contexts) shown before collapsing de
 NODE_BUDGET = 5_000       # nodes shown before collapsing deeper levels
 BOOKKEEPING_BUDGET = 1_000  # book-keeping nodes shown one by one before grouping them per thread
 SIBLING_PAGE = 200         # children of an expanded node shown per page
+FAN_MIN = 16               # leaf siblings from which a fan is packed into lanes
+LANE_ROUNDS = 64           # lanes packed greedily; the rest of a huge fan one column each
+BREAK_MIN = 0.15           # a stretch of runtime alone longer than this share of the rest
+BREAK_FLOOR = 0.01         # (the rest: at least this share of the shown time) is cut out
+                           # of the time axis ...
+BREAK_SHOW = 0.04          # ... and drawn this share of the rest of the time long,
+BREAKS_SHOW = 0.12         # all of them together at most this share
 
 # Colours and severity classes: grainlab.export.palette (one place for every view).
 
@@ -52,8 +59,12 @@ class Drawing:
     x (column), y0, y1 (ns from the top), weight (ns, summed over members),
     n_members, critical, sev (problem severity 0..1 of the grain; NaN where
     none applies), label, and for summaries: token (to expand it),
-    n_grains, work (ns), span (ns, its drawn extent). edges: src, dst (item
-    ids), type, critical, count (graph edges merged)."""
+    n_grains, work (ns), span (ns, its drawn extent); fan: the packed fan
+    (run of leaf siblings packed into lanes) it is in (-1: none). edges:
+    src, dst (item ids), type, critical, count (graph edges it stands for),
+    ys, yd (ns: where it leaves its source and meets its destination),
+    bundled (count > 1: a fan's creation or synchronization edges, or the
+    edges between two grouped items)."""
     items: pd.DataFrame
     edges: pd.DataFrame
     mode: str
@@ -110,13 +121,16 @@ class GrainLayout:
         self.cum_work = np.r_[0, np.cumsum(work[bp])]
         self.crit_pos = crit[bp]
         self.labels = _chunk_labels(gr)
+        self.is_chunk = np.r_[gr["kind"].astype(str).to_numpy() == "chunk", np.zeros(M - G, bool)]
 
     # -- what is shown ------------------------------------------------------
-    def auto_depth(self) -> int | None:
+    def auto_depth(self, mode: str = "dag") -> int | None:
         """Deepest tree level D such that everything down to D fits the
-        budgets (None: the whole graph fits)."""
+        budgets (None: the whole graph fits: its nodes, and its owners once
+        fans are packed into lanes, as many columns as the budget allows)."""
         t = self.tree
-        if self.n_owners <= OWNER_BUDGET and self.n_nodes <= NODE_BUDGET:
+        if self.n_nodes <= NODE_BUDGET and (self.n_owners <= OWNER_BUDGET or self._columns_all(
+                mode) <= OWNER_BUDGET):
             return None
         per_depth = np.bincount(t.depth)
         nodes_depth = np.bincount(t.depth, weights=self.nodes_per_owner)
@@ -184,9 +198,9 @@ class GrainLayout:
         """Lay out one view. depth: "auto" (collapse below the budgets), None
         (nothing collapsed) or a tree level to collapse below."""
         if depth == "auto":
-            depth = self.auto_depth()
+            depth = self.auto_depth(mode)
         a, b, tok, own_shown = self.intervals(depth, expand)
-        col_of = _column_numbers(self.tree.pos, own_shown, a, self.n_owners)
+        col_of, fan_of = self._packed_columns(mode, own_shown, a, b)
         show_node = own_shown[self.col]
         idx = np.flatnonzero(show_node)
         # owners with long chains (a loop's book-keeping between its chunks):
@@ -200,6 +214,8 @@ class GrainLayout:
             if (fragments or forks or bookkeeping) else np.arange(len(idx))
         items = self._items(mode, idx, codes, col_of)
         summ = self._summaries(mode, a, b, tok, col_of)
+        items["fan"] = fan_of[items["grain"].to_numpy(np.int64)]
+        summ["fan"] = fan_of[self.by_pos[a]] if len(a) else np.zeros(0, np.int64)
         K = len(items)
         item_of = np.full(self.n_nodes, -1, np.int64)
         item_of[idx] = codes
@@ -208,11 +224,12 @@ class GrainLayout:
             p = self.tree.pos[self.col[hidden]]
             item_of[hidden] = K + np.searchsorted(a, p, side="right") - 1
         items = pd.concat([items, summ], ignore_index=True)
-        edges = self._edges(item_of)
+        edges = _bundle_fans(self._edges(item_of, mode), items)
+        window = _window(items, self.n_grains)
         d = Drawing(items=items, edges=edges, mode=mode,
                     n_columns=int(col_of.max()) + 1 if len(col_of) else 0,
-                    n_grains=self.n_grains, collapsed_depth=depth,
-                    window=_window(items, self.n_grains), extra={"auto_reduced": auto})
+                    n_grains=self.n_grains, collapsed_depth=depth, window=window,
+                    extra={"auto_reduced": auto, "breaks": _time_breaks(items, window, self.n_grains)})
         return self.colour(d, severity)
 
     def colour(self, d: Drawing, severity) -> Drawing:
@@ -240,6 +257,57 @@ class GrainLayout:
         idx[0::2], idx[1::2] = a, b
         return np.maximum.reduceat(np.r_[sev[self.by_pos], 0.0], idx)[0::2]
 
+    def _columns_all(self, mode) -> int:
+        """Columns of the whole graph drawn (nothing collapsed)."""
+        none = np.zeros(0, np.int64)
+        col, _ = self._packed_columns(mode, np.ones(self.n_owners, bool), none, none)
+        return int(col.max()) + 1 if len(col) else 0
+
+    # -- columns: the tree in pre-order, fans packed into lanes -------------
+    def _packed_columns(self, mode, own_shown, a, b):
+        """Column of every shown owner and summary's first owner, and its fan
+        (-1: not in a packed fan). Columns follow the tree in pre-order; a run
+        of FAN_MIN or more consecutive leaf columns of one parent (a loop's
+        chunks on one thread, the tasks a single producer creates) is packed
+        into lanes: intervals of time that do not overlap share a column (a
+        thread's loop chunks always, however few).
+        In DAG time a thread's chunks chain through its book-keeping and a
+        task that depends on another starts where it ends, so a fan is as wide
+        as its parallelism, not its size, and dependence chains run down."""
+        t, M, bp = self.tree, self.n_owners, self.by_pos
+        P = np.sort(np.r_[t.pos[own_shown], a])          # a column unit per position
+        owner = bp[P]
+        lo, hi = self.owner_extent[mode]
+        y0, y1 = lo[owner].astype(np.float64), hi[owner].astype(np.float64)
+        summ = np.isin(P, a)
+        if summ.any():                                  # a summary spans its subtree
+            s0, s1 = _interval_extent(lo, hi, bp, a, b)
+            y0[summ], y1[summ] = s0, s1
+        nxt = np.r_[P[1:], M]
+        leaf = summ | (nxt >= P + t.size[owner])
+        par = t.parent[owner]
+        new_run = np.r_[True, ~leaf[:-1] | (par[1:] != par[:-1])] | ~leaf
+        run = np.cumsum(new_run) - 1
+        size = np.bincount(run)
+        # a thread's chunks always (its loop timeline), other fans from FAN_MIN
+        chunks = np.bincount(run, weights=self.is_chunk[owner] & ~summ, minlength=len(size))
+        packed = leaf & ((size[run] >= FAN_MIN) | ((chunks[run] == size[run]) & (size[run] > 1)))
+        lane = np.full(len(P), -1, np.int64)
+        if packed.any():
+            lane[packed] = _lanes(run[packed], y0[packed], y1[packed])
+        n_lanes = np.zeros(len(size), np.int64)
+        np.maximum.at(n_lanes, run[packed], lane[packed] + 1)
+        first = np.flatnonzero(new_run)[run]             # the run's first unit
+        rank = np.arange(len(P)) - first
+        width = np.where(packed, rank < n_lanes[run], 1).astype(np.int64)
+        before = np.cumsum(width) - width
+        col = np.where(packed, before[first] + lane, before)
+        col_of = np.zeros(M, np.int64)
+        col_of[owner] = col
+        fan_of = np.full(M, -1, np.int64)
+        fan_of[owner[packed]] = run[packed]
+        return col_of, fan_of
+
     # -- items and edges ------------------------------------------------------
     def _items(self, mode, idx, codes, col_of) -> pd.DataFrame:
         y0, y1 = self.y[mode]
@@ -266,8 +334,7 @@ class GrainLayout:
         if n:
             idx = np.empty(2 * n, np.int64)
             idx[0::2], idx[1::2] = a, b
-            y0 = np.minimum.reduceat(np.r_[lo[bp], 0], idx)[0::2]
-            y1 = np.maximum.reduceat(np.r_[hi[bp], 0], idx)[0::2]
+            y0, y1 = _interval_extent(lo, hi, bp, a, b)
             crit = np.logical_or.reduceat(np.r_[self.crit_pos, False], idx)[0::2]
         else:
             y0 = y1 = np.zeros(0, np.int64)
@@ -282,16 +349,116 @@ class GrainLayout:
             "token": tok.astype(object), "n_grains": ng, "work": work, "span": y1 - y0,
             "pos0": a, "pos1": b})
 
-    def _edges(self, item_of) -> pd.DataFrame:
+    def _edges(self, item_of, mode) -> pd.DataFrame:
+        """Graph edges between different items, merged per (src, dst, type).
+        ys, yd: the times its end nodes meet (the source node's end, the
+        destination's start), so an edge leaves a grouped item (a thread's
+        book-keeping, a task's fragments) where its member does, not at the
+        group's bottom."""
         s, d = item_of[self.e_src], item_of[self.e_dst]
         keep = (s != d) & (s >= 0) & (d >= 0)
         codes, names = self.e_type
+        y0, y1 = self.y[mode]
         e = pd.DataFrame({"src": s[keep], "dst": d[keep], "type": codes[keep],
-                          "critical": self.e_critical[keep]})
+                          "critical": self.e_critical[keep],
+                          "ys": y1[self.e_src[keep]], "yd": y0[self.e_dst[keep]]})
         e = e.groupby(["src", "dst", "type"], sort=True).agg(
-            critical=("critical", "any"), count=("critical", "size")).reset_index()
+            critical=("critical", "any"), count=("critical", "size"),
+            ys=("ys", "min"), yd=("yd", "min")).reset_index()
         e["type"] = names[e["type"].to_numpy()]
+        e["bundled"] = e["count"] > 1          # grouped items: one edge per pair, counted
         return e
+
+
+def _interval_extent(lo, hi, bp, a, b):
+    """Earliest top and latest bottom of the owners in each pre-order
+    interval [a, b) (a collapsed subtree)."""
+    idx = np.empty(2 * len(a), np.int64)
+    idx[0::2], idx[1::2] = a, b
+    y0 = np.minimum.reduceat(np.r_[lo[bp], 0], idx)[0::2]
+    y1 = np.maximum.reduceat(np.r_[hi[bp], 0], idx)[0::2]
+    return y0, y1
+
+
+def _lanes(run, y0, y1) -> np.ndarray:
+    """Lane of every interval [y0, y1) within its run, no two overlapping
+    intervals of one run in one lane. Greedy, a round per lane (not per
+    interval): each round every run takes the chain that starts at its
+    earliest unplaced interval and goes on with the first unplaced one that
+    starts where the previous ends or later, all chains found at once by
+    pointer doubling. Past LANE_ROUNDS lanes, what is left gets a lane each."""
+    n = len(run)
+    order = np.lexsort((y1, y0, run))
+    # times as ranks: (run, time) becomes one sortable integer key
+    _, rk = np.unique(np.r_[y0, y1], return_inverse=True)
+    r0, r1, R = rk[:n][order], rk[n:][order], np.asarray(run)[order]
+    span = 2 * n + 1
+    lane = np.full(n, -1, np.int64)
+    left = np.arange(n)                       # unplaced, in (run, y0) order
+    for k in range(LANE_ROUNDS):
+        if not len(left):
+            return lane
+        rr, m = R[left], len(left)
+        nxt = np.searchsorted(rr * span + r0[left], rr * span + r1[left], side="left")
+        nxt = np.minimum(np.maximum(nxt, np.arange(1, m + 1)), m)
+        nxt = np.where(rr[np.minimum(nxt, m - 1)] == rr, nxt, m)   # same run only
+        on = _reachable(nxt, np.flatnonzero(np.r_[True, rr[1:] != rr[:-1]]), m)
+        lane[order[left[on]]] = k
+        left = left[~on]
+    rr = R[left]
+    first = np.maximum.accumulate(np.where(np.r_[True, rr[1:] != rr[:-1]],
+                                           np.arange(len(left)), 0))
+    lane[order[left]] = LANE_ROUNDS + np.arange(len(left)) - first
+    return lane
+
+
+def _reachable(nxt, heads, m) -> np.ndarray:
+    """Mask of the nodes 0..m-1 on the chains that start at `heads` and
+    follow `nxt` (m: the end), by pointer doubling: log2(m) passes."""
+    jump = np.r_[nxt, m]
+    on = np.zeros(m + 1, bool)
+    on[heads] = True
+    count = -1
+    while on.sum() != count:
+        count = on.sum()
+        on[jump[np.flatnonzero(on)]] = True      # nodes 2^k steps further
+        jump = jump[jump]
+    return on[:m]
+
+
+def _bundle_fans(e: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Creation edges into a packed fan drawn as one edge (from the first
+    fork to the fan's first grain), synchronization edges out of it as one
+    per join (from the fan's last grain to it), with the count they stand
+    for; unless on the critical path, which stays drawn edge by edge. A
+    single producer's 200 tasks then draw two edges, not two wedges of 200;
+    dependence and continuation edges are all kept."""
+    fan = items["fan"].to_numpy(np.int64)
+    s, d = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
+    typ, crit = e["type"].to_numpy().astype(str), e["critical"].to_numpy(bool)
+    cre = (typ == "creation") & ~crit & (fan[d] >= 0) & (fan[s] != fan[d])
+    syn = (typ == "synchronization") & ~crit & (fan[s] >= 0) & (fan[s] != fan[d])
+    if not (cre | syn).any():
+        return e
+    c = e[cre].assign(key=fan[d[cre]])
+    c = _first_by(c, "ys", "src", ascending=True).join(
+        _first_by(c, "yd", "dst", ascending=True), on="key")
+    y = e[syn].assign(key=fan[s[syn]] * (len(items) + 1) + d[syn])
+    y = _first_by(y, "ys", "src", ascending=False).join(
+        _first_by(y, "yd", "dst", ascending=True), on="key")
+    out = pd.concat([c, y]).reset_index(drop=True)
+    out["bundled"] = out["count"] > 1
+    return pd.concat([e[~(cre | syn)], out[e.columns]], ignore_index=True)
+
+
+def _first_by(part: pd.DataFrame, time: str, end: str, ascending: bool) -> pd.DataFrame:
+    """Per bundle (`key`): the end item (`end`) and time of its earliest (or
+    latest) edge; the bundle's type and count with the source end."""
+    first = part.sort_values(time, ascending=ascending, kind="stable").groupby("key")
+    if end == "src":
+        return first.agg(src=("src", "first"), ys=("ys", "first"), type=("type", "first"),
+                         critical=("critical", "any"), count=("count", "sum"))
+    return first.agg(dst=("dst", "first"), yd=("yd", "first"))
 
 
 def _window(items: pd.DataFrame, G: int) -> tuple:
@@ -306,6 +473,98 @@ def _window(items: pd.DataFrame, G: int) -> tuple:
     lo, hi = (y0[m].min(), y1[m].max()) if m.any() else (y0.min(), y1.max())
     pad = max(hi - lo, 1.0) * 0.04
     return (max(lo - pad, float(y0.min())), min(hi + pad, float(y1.max())))
+
+
+def _time_breaks(items: pd.DataFrame, window, G: int) -> np.ndarray:
+    """Stretches of the shown time, [t0, t1) ns as rows, in which nothing or
+    one element at a time is drawn and that element is no grain's own work:
+    a join or book-keeping that took long (a 12 ms taskwait), a collapsed
+    subtree running long after the rest, serial code. Those longer than
+    BREAK_MIN of the time the rest takes are cut short (`time_map`) and
+    marked, so one such stretch does not leave the rest a strip at the top.
+    A grain alone keeps its length: a long serial grain is what the picture
+    must show."""
+    lo, hi = window
+    a, b, ok = _runtime_alone(items, window, G)
+    span = max(hi - lo, 1.0)
+    busy = span - float((b - a)[ok].sum())
+    cut = ok & (b - a > BREAK_MIN * max(busy, BREAK_FLOOR * span))
+    return np.c_[a[cut], b[cut]]
+
+
+def _runtime_alone(items: pd.DataFrame, window, G: int) -> tuple:
+    """The shown time as consecutive stretches [a, b) and whether each shows
+    nothing, or one element at a time that is no grain's own work (`ok`):
+    a sweep over the items' ends, counting the items drawn and summing
+    their ids (the sum is the id when one is drawn)."""
+    lo, hi = window
+    if not len(items):
+        return np.zeros(0), np.zeros(0), np.zeros(0, bool)
+    y0, y1 = items["y0"].to_numpy(np.float64), items["y1"].to_numpy(np.float64)
+    m = np.flatnonzero(y1 > y0)
+    kind = items["kind"].to_numpy().astype(str)
+    gid = items["grain"].to_numpy(np.int64)
+    work = np.isin(kind, ["fragment", "chunk"]) & (gid >= 0) & (gid < G)
+    t = np.clip(np.r_[y0[m], y1[m], lo, hi], lo, hi)
+    step = np.r_[np.ones(len(m)), -np.ones(len(m)), 0, 0]
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    drawn = np.cumsum(step[order])[:-1]                       # on [t[i], t[i+1])
+    who = np.cumsum((np.r_[m, m, 0, 0] * step)[order])[:-1]
+    one = np.clip(np.round(who).astype(np.int64), 0, len(items) - 1)
+    ok = (drawn < 0.5) | ((np.abs(drawn - 1) < 0.5) & ~work[one])
+    keep = np.diff(t) > 0                              # instants do not end a stretch
+    t0, t1, ok = t[:-1][keep], t[1:][keep], ok[keep]
+    if not len(ok):
+        return t0, t1, ok
+    run = np.cumsum(np.r_[True, ok[1:] != ok[:-1]])
+    return (pd.Series(t0).groupby(run).min().to_numpy(),
+            pd.Series(t1).groupby(run).max().to_numpy(),
+            pd.Series(ok).groupby(run).first().to_numpy())
+
+
+def time_map(d: Drawing) -> tuple:
+    """Knots (real ns, drawn ns) of the drawing's time axis: the identity but
+    for its breaks, each drawn BREAK_SHOW of the unbroken time long (all
+    together at most BREAKS_SHOW of it): `np.interp(t, *time_map(d))`;
+    slope 1 beyond the window."""
+    lo, hi = d.window
+    br = np.asarray(d.extra.get("breaks", np.zeros((0, 2))), np.float64).reshape(-1, 2)
+    far = 1e18
+    real = np.r_[lo - far, lo, br.ravel(), hi, hi + far]
+    seg = np.diff(real)
+    kept = (hi - lo) - float((br[:, 1] - br[:, 0]).sum())
+    # each BREAK_SHOW of the rest, all together at most BREAKS_SHOW
+    show = min(BREAK_SHOW, BREAKS_SHOW / max(len(br), 1)) * max(kept, 1.0)
+    seg[2:2 + 2 * len(br):2] = np.minimum(seg[2:2 + 2 * len(br):2], show)
+    # summed from lo, so that lo maps exactly (lo - 1e18 + 1e18 loses digits)
+    return real, np.r_[lo - far, lo, lo + np.cumsum(seg[1:])]
+
+
+def from_start(d: Drawing, t) -> np.ndarray:
+    """Drawn time from the window's start (ns) of real times `t`: 0 at the
+    top of the shown region, breaks cut short."""
+    real, drawn = time_map(d)
+    return np.interp(np.asarray(t, np.float64), real, drawn) - d.window[0]
+
+
+def time_ticks(d: Drawing, n: int = 6) -> tuple:
+    """Ticks of the time axis: (real ns from the start, drawn position ns from
+    the start) of round instants about n to the drawn height, none inside a
+    break, and each break's end; and the breaks as (drawn start, drawn end,
+    real length ns)."""
+    lo, hi = d.window
+    br = np.asarray(d.extra.get("breaks", np.zeros((0, 2))), np.float64).reshape(-1, 2)
+    drawn_span = max(float(from_start(d, hi)), 1.0)
+    step = 10 ** np.floor(np.log10(drawn_span / n))
+    for grow in (2, 2.5, 2):                  # 1, 2, 5, 10 x 10^k
+        if drawn_span / step > 2 * n:
+            step *= grow
+    t = np.arange(0.0, max(hi - lo, 1.0) + 1, step)
+    near = (t[:, None] + lo > br[:, 0] - step / 3) & (t[:, None] + lo < br[:, 1] + step / 3)
+    t = np.union1d(np.r_[0.0, t[~near.any(1)]], br[:, 1] - lo)
+    return t, from_start(d, t + lo), np.c_[from_start(d, br[:, 0]), from_start(d, br[:, 1]),
+                                           br[:, 1] - br[:, 0]]
 
 
 def _codes_and_names(col):
@@ -398,16 +657,6 @@ def _parse_tokens(expand, M):
         elif k == "m":
             pages[i] += 1
     return expanded, pages
-
-
-def _column_numbers(pos, own_shown, a, M) -> np.ndarray:
-    """Column of every owner shown as itself and of every summary's first
-    owner: consecutive numbers in pre-order."""
-    mark = np.zeros(M, bool)
-    mark[pos[own_shown]] = True
-    mark[a] = True
-    number = np.cumsum(mark) - 1
-    return number[pos]
 
 
 def item_fill(items: pd.DataFrame, n_grains: int) -> np.ndarray:

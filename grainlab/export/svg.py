@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GrainlabError
-from .drawing import Drawing, item_fill
+from .drawing import Drawing, from_start, item_fill, time_ticks
 from .palette import (CHUNK_FILL, CONTEXT_COLOR, CRITICAL, DIMMED, EDGE_COLORS, KIND_COLORS,
                       SEVERITY_COLORS, SUMMARY_BORDER)
 
@@ -40,7 +40,9 @@ class Geometry:
     def __init__(self, d: Drawing, height: int, width: int | None, fit: bool):
         n = max(d.n_columns, 1)
         room = (width if width else DEFAULT_WIDTH) - LEFT - 20
-        self.col = float(min(COL, max(room / n, 1.0 if fit else 4.0)))
+        # --fit: a few columns (a depend graph's lanes) spread over the page,
+        # up to 3 x COL apart, rather than a strip at its left edge
+        self.col = float(min(COL * (3 if fit else 1), max(room / n, 1.0 if fit else 4.0)))
         self.bar = float(max(1.0, min(BAR, self.col * 0.6)))
         self.shape = float(max(2.0, min(SHAPE, self.col * 0.35)))
         self.width = float(width if width else max(LEFT + self.col * n + 20, 760))
@@ -60,13 +62,17 @@ def render_svg(d: Drawing, height: int = 1000, title: str = "", width: int | Non
     it = d.items
     geo = Geometry(d, height, width, fit)
     lo, hi = d.window
-    k = geo.plot / max(hi - lo, 1.0)
+    k = geo.plot / max(float(from_start(d, hi)), 1.0)
     cx = LEFT + geo.col * it["x"].to_numpy(np.float64) + geo.col / 2
     # what lies outside the window (serial code before and after the
-    # parallel part) is cut at its edges, a few px beyond
+    # parallel part) is cut at its edges, a few px beyond; time through the
+    # axis's breaks (drawing.time_map)
     top = geo.top
-    y0 = top + (it["y0"].to_numpy(np.float64).clip(lo, hi) - lo) * k
-    y1 = top + (it["y1"].to_numpy(np.float64).clip(lo, hi) - lo) * k
+
+    def to_px(v):
+        return top + from_start(d, np.clip(v, lo, hi)) * k
+    y0 = to_px(it["y0"].to_numpy(np.float64))
+    y1 = to_px(it["y1"].to_numpy(np.float64))
     # (rectangles only: a shape's edges must meet it where it is drawn)
     rect = np.isin(it["kind"].to_numpy().astype(str), ["fragment", "chunk", "summary"])
     cut_top = (it["y0"].to_numpy(np.float64) < lo) & rect
@@ -77,11 +83,14 @@ def render_svg(d: Drawing, height: int = 1000, title: str = "", width: int | Non
              '<rect width="100%" height="100%" fill="white"/>',
              f'<text x="8" y="16" font-size="13" font-weight="bold">{html.escape(title)}</text>']
     parts += _legend(d, geo)
-    parts += _axis(d, lo, hi, k, top)
-    parts += _edges(d, cx, y0, y1)
-    items, labels = _items(d, cx, y0, y1, geo)
+    placed = _Labels()                      # no text drawn over another
+    on_top: list = []                       # the breaks' labels, over everything
+    parts += _axis(d, k, top, geo.width, placed, on_top)
+    parts += _edges(d, cx, y0, y1, to_px)
+    items, labels = _items(d, cx, y0, y1, geo, placed)
     parts += items
     parts += labels
+    parts += on_top
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -120,6 +129,8 @@ def _legend_entries(d: Drawing) -> list:
     for t in ("creation", "synchronization", "continuation", "dependence"):
         if t in types:
             out.append(("edge", EDGE_COLORS[t], f"{t} edge"))
+    if len(d.edges) and "bundled" in d.edges and d.edges["bundled"].to_numpy(bool).any():
+        out.append(("bundle", "#666", "thicker edge: N edges bundled (N on hover)"))
     if it["critical"].to_numpy(bool).any():
         out.append(("critical", CRITICAL, "critical path"))
     return out
@@ -164,8 +175,8 @@ def _swatch(shape, color, x, y) -> str:
         return f'<circle cx="{c}" cy="{m}" r="5.5" fill="{color}"/>'
     if shape == "bookkeeping":
         return f'<rect x="{x + 1}" y="{y}" width="10" height="10" fill="{color}"/>'
-    if shape in ("edge", "critical"):
-        w = 3 if shape == "critical" else 1.5
+    if shape in ("edge", "critical", "bundle"):
+        w = 3 if shape in ("critical", "bundle") else 1.5
         return f'<line x1="{x}" y1="{m}" x2="{x + 12}" y2="{m}" stroke="{color}" stroke-width="{w}"/>'
     stroke, dash = "#777", ""
     if shape == "chunk":
@@ -176,40 +187,80 @@ def _swatch(shape, color, x, y) -> str:
             f'stroke="{stroke}" stroke-width="1"{dash}/>')
 
 
-def _axis(d: Drawing, lo, hi, k, top) -> list:
+def _axis(d: Drawing, k, top, width, placed, on_top) -> list:
     """Ticks in ms from the drawing's first instant (the region's start, not
-    the trace's clock)."""
-    span = max(hi - lo, 1.0)
-    step = 10 ** np.floor(np.log10(span / 5))
-    if span / step > 10:
-        step *= 2
-    ticks = np.arange(0.0, span + 1, step)
+    the trace's clock); a break of the time axis as a grey band across the
+    drawing, labelled with the time it cuts out."""
+    ticks, at, breaks = time_ticks(d)
     out = [f'<text x="4" y="{top - 12}" fill="#555">ms from start</text>']
-    for t in ticks:
-        y = top + t * k
+    for b0, b1, cut in breaks:
+        ya, yb = top + b0 * k, top + b1 * k
+        out.append(f'<g class="break" data-cut-ns="{cut:.0f}"><rect x="{LEFT - 8}" '
+                   f'y="{ya:.1f}" width="{width - LEFT}" height="{max(yb - ya, 1):.1f}" '
+                   f'fill="#f0f0f0" opacity="0.6"/><path d="M{LEFT - 10},{ya + 3:.1f} '
+                   f'l4,-3 l4,6 l4,-3 M{LEFT - 10},{yb:.1f} l4,-3 l4,6 l4,-3" fill="none" '
+                   f'stroke="#555"/><title>time axis cut: {cut / 1e6:.3g} ms with one '
+                   f'element alone</title></g>')
+    placed.place(4, top - 12, "ms from start")
+    for t, y in zip(ticks, top + at * k):
         out.append(f'<line x1="{LEFT - 6}" x2="{LEFT - 2}" y1="{y:.1f}" y2="{y:.1f}" '
-                   f'stroke="#999"/><text x="4" y="{y + 3:.1f}" fill="#555">{t / 1e6:.4g}</text>')
+                   f'stroke="#999"/>')
+        if placed.place(4, y + 3, f"{t / 1e6:.4g}"):
+            out.append(f'<text x="4" y="{y + 3:.1f}" fill="#555">{t / 1e6:.4g}</text>')
+    for b0, b1, cut in breaks:               # the cut's length, in the band's middle
+        text = f"({cut / 1e6:.3g} ms cut)"
+        y = top + (b0 + b1) / 2 * k + 3
+        if placed.place(LEFT + 4, y, text):
+            on_top.append(f'<text class="break-label" x="{LEFT + 4}" y="{y:.1f}" '
+                          f'fill="#333" font-style="italic" stroke="white" stroke-width="3" '
+                          f'paint-order="stroke">{text}</text>')
     return out
 
 
-def _edges(d: Drawing, cx, y0, y1) -> list:
+def _edges(d: Drawing, cx, y0, y1, to_px) -> list:
     e = d.edges
     if not len(e):
         return []
     s, t = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
     typ = e["type"].to_numpy().astype(str)
     crit = e["critical"].to_numpy(bool)
+    count = e["count"].to_numpy(np.int64)
+    bundled = e["bundled"].to_numpy(bool) if "bundled" in e else np.zeros(len(e), bool)
     cls = np.char.add("edge ", typ)
     cls = np.where(crit, np.char.add(cls, " critical"), cls)
+    cls = np.where(bundled, np.char.add(cls, " bundled"), cls)
     color = np.array([EDGE_COLORS.get(x, "#999") for x in typ], dtype=object)
     color[crit] = CRITICAL
-    width = np.where(crit, 2.0, 1.0)
-    ya, yb = y1[s], y0[t]
+    # a bundle of n edges a little thicker (log scale), the path thicker still
+    width = np.where(crit, 2.0, np.where(bundled, 1.0 + np.log2(np.maximum(count, 1)) / 3, 1.0))
+    ya, yb = edge_ends(d, y0, y1, to_px)
     # the critical edges last, on top
     order = np.argsort(crit, kind="stable")
-    return [f'<line class="{cls[i]}" data-src="{s[i]}" data-dst="{t[i]}" x1="{cx[s][i]:.1f}" '
-            f'y1="{ya[i]:.1f}" x2="{cx[t][i]:.1f}" y2="{yb[i]:.1f}" '
-            f'stroke="{color[i]}" stroke-width="{width[i]}" opacity="0.8"/>' for i in order]
+    return [f'<line class="{cls[i]}" data-src="{s[i]}" data-dst="{t[i]}" '
+            f'{f"data-count={chr(34)}{count[i]}{chr(34)} " if bundled[i] else ""}'
+            f'x1="{cx[s][i]:.1f}" y1="{ya[i]:.1f}" x2="{cx[t][i]:.1f}" y2="{yb[i]:.1f}" '
+            f'stroke="{color[i]}" stroke-width="{width[i]:.2g}" opacity="0.8">'
+            f'{f"<title>{count[i]} {typ[i]} edges</title>" if bundled[i] else ""}</line>'
+            for i in order]
+
+
+def edge_ends(d: Drawing, y0, y1, to_px) -> tuple:
+    """Where each edge leaves its source and meets its destination (px): at
+    its end nodes' times, on the items as drawn (a shape without a bar at
+    its centre), so an edge from a grouped item leaves where its member
+    sits. `y0`, `y1`: the items' drawn extents; `to_px`: ns to px."""
+    e, it = d.edges, d.items
+    s, t = e["src"].to_numpy(np.int64), e["dst"].to_numpy(np.int64)
+    kind = it["kind"].to_numpy().astype(str)
+    rect = np.isin(kind, ["fragment", "chunk", "summary"])
+    lo = y0
+    hi = np.where(rect, np.maximum(y1, y0 + MIN_LEN), y1)
+    mid = (y0 + y1) / 2
+    point = ~rect & (y1 - y0 <= 4)           # a shape drawn without its extent bar
+    lo, hi = np.where(point, mid, lo), np.where(point, mid, hi)
+    ys = to_px(e["ys"].to_numpy(np.float64)) if "ys" in e else y1[s]
+    yd = to_px(e["yd"].to_numpy(np.float64)) if "yd" in e else y0[t]
+    return np.clip(ys, lo[s], hi[s]), np.clip(yd, lo[t], hi[t])
 
 
 class _Labels:
@@ -232,13 +283,12 @@ class _Labels:
         return True
 
 
-def _items(d: Drawing, cx, y0, y1, geo) -> tuple[list, list]:
+def _items(d: Drawing, cx, y0, y1, geo, placed) -> tuple[list, list]:
     it = d.items
     kind = it["kind"].to_numpy().astype(str)
     crit = it["critical"].to_numpy(bool)
     fill = item_fill(it, d.n_grains)
     out, labels = [], []
-    placed = _Labels()
     rect = np.isin(kind, ["fragment", "chunk", "summary"])
     # rectangles first (the shapes sit on top of the chains)
     for i in np.flatnonzero(rect):
