@@ -223,8 +223,19 @@ def test_most_grains_flagged_colours_by_value(record):
     fin = np.flatnonzero(np.isfinite(v))
     assert severity_class(sev)[fin[np.argmin(v[fin])]] == 5
     assert severity_class(sev)[fin[np.argmax(v[fin])]] == 1
+    # the legend names each step's value range: mildest (highest values)
+    # first, the ranges ordered and covering the flagged values' extremes
+    steps = data.value_steps("parallel_benefit", th)
+    bounds = [tuple(float(x) for x in r.split("–")) for r in steps]
+    assert len(bounds) == 5 and all(lo <= hi for lo, hi in bounds)
+    assert all(bounds[k + 1][1] <= bounds[k][0] for k in range(4))
+    assert f"{np.nanmax(v):.3g}" == steps[0].split("–")[1]
+    assert f"{np.nanmin(v):.3g}" == steps[4].split("–")[0]
+    from grainlab.export.palette import severity_names
+    assert severity_names(steps)[4] == f"worst fifth by value ({steps[4]})"
     # at the median (about half flagged) the steps are the distance past the threshold
     assert not data.by_value("parallel_benefit", float(np.nanmedian(v)))
+    assert data.value_steps("parallel_benefit", float(np.nanmedian(v))) is False
 
 
 def test_dag_zoom_in_the_url_and_restored(browser, record):

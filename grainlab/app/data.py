@@ -8,7 +8,7 @@ import pandas as pd
 
 from .. import problems as P
 from ..export.drawing import GrainLayout
-from ..export.palette import BY_VALUE_SHARE
+from ..export.palette import BY_VALUE_SHARE, SEVERITY_STEPS, severity_class
 from ..metrics.contract import is_one_of
 from . import layout
 from .figures import EDGE_LIMIT, downsample_steps
@@ -131,6 +131,21 @@ class AppData:
             sev = np.zeros(n)
             sev[hit] = (rank + 1) / len(rank)
         return sev, int(hit.sum())
+
+    def value_steps(self, problem: str, threshold):
+        """False, or, when the view colours by value (by_value), the five
+        fifths' value ranges, mildest first ("0.12–0.48"): the legend names
+        them, so the steps read as a scale of the metric."""
+        if not self.by_value(problem, threshold):
+            return False
+        sev, _ = self.severity(problem, threshold)
+        step = severity_class(sev)
+        v = self.grains[problem].to_numpy(np.float64)
+        out = []
+        for k in range(1, SEVERITY_STEPS + 1):
+            vals = v[step == k]
+            out.append(f"{vals.min():.3g}–{vals.max():.3g}" if len(vals) else "none")
+        return out
 
     def by_value(self, problem: str, threshold, hit=None) -> bool:
         """Are the severity steps of this view the flagged grains' values in

@@ -33,7 +33,7 @@ def _segments(x, y0, y1, cd):
     return px, py, np.repeat(np.asarray(cd, dtype=object), 3).tolist()
 
 
-def dag_figure(d: Drawing, hover=None, title="", by_value: bool = False) -> dict:
+def dag_figure(d: Drawing, hover=None, title="", by_value=False) -> dict:
     """The figure as a plain dict (Plotly's own objects would validate every
     array again: half the time of a 10^6-grain view). `hover`: label per
     grain/context id (rectangles' hover text). Time reads from the
@@ -210,7 +210,7 @@ def _legend_name(kind, color, by_value=False) -> str:
     if color in SEVERITY_COLORS:
         step = SEVERITY_COLORS.index(color)
         if by_value:
-            return f"{KIND_NAMES[kind]}: {severity_names(True)[step]}"
+            return f"{KIND_NAMES[kind]}: {severity_names(by_value)[step]}"
         return f"{KIND_NAMES[kind]}: {20 * step}-{20 * step + 20}% past threshold"
     if color == DIMMED:
         return f"{KIND_NAMES[kind]}: no problem (dimmed)"

@@ -171,7 +171,7 @@ def _cell_text(shares: np.ndarray, cell_ns: float) -> np.ndarray:
 
 def threads_figure(tl: ThreadTimeline, cls: np.ndarray, critical: np.ndarray,
                    thread_names, window=None, hover_labels=None, title="",
-                   bins: int = BINS, by_value: bool = False) -> tuple[go.Figure, str]:
+                   bins: int = BINS, by_value=False) -> tuple[go.Figure, str]:
     """The figure and its level of detail ("detail": every fragment also a bar;
     "overview": the image alone). `cls`: drawing class per owner (figures.classes),
     `critical`: per owner; `window`: (p0, p1, t0_ms, t1_ms), only time is used."""

@@ -56,10 +56,15 @@ def severity_class(sev) -> np.ndarray:
 BY_VALUE_SHARE = 0.8
 
 
-def severity_names(by_value: bool = False) -> list:
-    """Legend names of the five severity steps."""
+def severity_names(by_value=False) -> list:
+    """Legend names of the five severity steps. by_value: False, True, or
+    the five fifths' value ranges (mildest first, grainlab.app.data's
+    value_steps), named in the legend so the steps read as a scale."""
     if by_value:
-        return ["problem: mildest fifth by value", "2nd fifth by value", "3rd fifth by value",
-                "4th fifth by value", "worst fifth by value"]
+        names = ["problem: mildest fifth by value", "2nd fifth by value", "3rd fifth by value",
+                 "4th fifth by value", "worst fifth by value"]
+        if isinstance(by_value, (list, tuple)):
+            names = [f"{n} ({r})" for n, r in zip(names, by_value)]
+        return names
     return ["problem: < 20% past threshold", "20-40% past", "40-60% past", "60-80% past",
             "> 80% past"]
