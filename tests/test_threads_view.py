@@ -332,3 +332,56 @@ def test_search_box_finds_a_grain_or_all_grains_of_a_location(browser, record):
         shot(d, "graph-search")
     finally:
         s.stop()
+
+
+def test_parallelism_zoom_in_the_url_and_restored(browser, record):
+    """A time zoom of either parallelism panel is written into the URL
+    (pzoom: each panel's range in its axis's unit) and a link with it opens
+    the panels zoomed so; a double-click (autorange) takes it back out."""
+    from grainlab.app.data import AppData
+    from grainlab.app.figures import parallelism_extents
+    from grainlab.app.state import _panels_zoom
+    import grainlab as gl
+    t = record("fib", 16, 5, threads=2)
+    data = AppData(gl.analyze(t.path))
+    full_a, full_b = parallelism_extents(data.ideal, data.achieved)
+    assert full_a > 0 and full_b > 0
+    b0, b1 = 0.25 * full_b, 0.5 * full_b
+    # the state's rule, without a browser
+    z = _panels_zoom({"xaxis2.range[0]": b1, "xaxis2.range[1]": b0}, None, data)
+    assert z == [0.0, full_a, b0, b1]
+    assert _panels_zoom({"xaxis2.autorange": True}, z, data) is None
+    assert _panels_zoom({"autosize": True}, z, data) == z
+    s = Server(t.path)
+    d = browser
+    try:
+        d.get(s.url + "?view=parallelism")
+        wait_for(lambda: d.execute_script("""
+            const gd = document.querySelector('#parallelism-fig .js-plotly-plot');
+            return !!(gd && gd.data && gd.data.length && gd._fullLayout.xaxis2);"""),
+            what="the parallelism panels")
+        wait_for(lambda: d.find_element("id", "problem-count").text.strip() or True, what="state")
+
+        def zoom_written():
+            if "pzoom=" in d.current_url:
+                return d.current_url
+            d.execute_script(f"""
+                const gd = document.querySelector('#parallelism-fig .js-plotly-plot');
+                Plotly.relayout(gd, {{'xaxis2.range[0]': {b0}, 'xaxis2.range[1]': {b1}}});""")
+            return None
+        url = wait_for(zoom_written, what="pzoom in the URL")
+        d.get("about:blank")
+        d.get(url)
+
+        def zoomed():
+            r = d.execute_script("""
+                const gd = document.querySelector('#parallelism-fig .js-plotly-plot');
+                return gd && gd.data && gd.data.length && gd._fullLayout.xaxis2
+                    && [gd._fullLayout.xaxis.range, gd._fullLayout.xaxis2.range];""")
+            ok = r and abs(r[1][0] - b0) < 1e-6 * full_b and abs(r[1][1] - b1) < 1e-6 * full_b \
+                and abs(r[0][0]) < 1e-6 * full_a and abs(r[0][1] - full_a) < 1e-6 * full_a
+            return r if ok else None
+        wait_for(zoomed, what="the achieved panel zoomed as the link says")
+        shot(d, "parallelism-pzoom")
+    finally:
+        s.stop()

@@ -198,15 +198,28 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
                                  name=f"cores used: {cores}",
                                  line=dict(color=CRITICAL, dash="dash", width=2)), row=1, col=2)
     kind = "log" if log else "linear"
-    fig.update_yaxes(title_text="grains", type=kind, row=1, col=1, gridcolor="#eee")
+    # zoom in time only: the panels' zoom is kept in the URL as time ranges
+    # (grainlab.app.state, pzoom), so what a link restores is what was seen
+    fig.update_yaxes(title_text="grains", type=kind, row=1, col=1, gridcolor="#eee",
+                     fixedrange=True)
     fig.update_yaxes(title_text="grains running", type=kind, row=1, col=2, gridcolor="#eee",
-                     **({} if log else {"range": [0, top * 1.15 + 0.5]}))
+                     fixedrange=True, **({} if log else {"range": [0, top * 1.15 + 0.5]}))
     fig.update_xaxes(title_text=f"DAG time since the first grain ({dag_unit[0]})", row=1, col=1)
     fig.update_xaxes(title_text=f"wall-clock time since the first grain ({wall_unit[0]})",
                      row=1, col=2)
     fig.update_layout(plot_bgcolor="white", margin=dict(l=60, r=10, t=40, b=40),
                       uirevision="keep", legend=dict(orientation="h", y=-0.12))
     return fig
+
+
+def parallelism_extents(ideal: pd.DataFrame, achieved: pd.DataFrame) -> tuple[float, float]:
+    """The time each panel of parallelism_figure spans, in the unit its axis
+    shows: (exposed, in DAG time; achieved, in wall-clock time)."""
+    out = []
+    for df, col in ((ideal, "start"), (achieved, "time")):
+        ext = float(df[col].iloc[-1] - df[col].iloc[0]) if len(df) else 0.0
+        out.append(ext / time_unit(ext)[1])
+    return out[0], out[1]
 
 
 def time_unit(extent_ns: float) -> tuple:

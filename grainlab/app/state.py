@@ -15,6 +15,7 @@ from dash.exceptions import PreventUpdate
 
 from ..metrics import registry
 from .data import LOCATION_VIEW, NO_PROBLEM, AppData
+from .figures import parallelism_extents
 
 VIEWS = [("summary", "Summary"), ("graph", "Grain graph"), ("locations", "Source locations"),
          ("parallelism", "Parallelism"), ("threads", "Threads"), ("locality", "Data locality"),
@@ -24,8 +25,8 @@ PROBLEM_LABELS = {**{name: registry.label(name) for name in registry.PROBLEM_ORD
                   LOCATION_VIEW: "By source location", NO_PROBLEM: "No problem (structure only)"}
 # "problem": None, the trace's worst (default_problem), so a URL always names its problem
 DEFAULT = {"view": "summary", "problem": None, "threshold": None, "grain": None,
-           "location": None, "zoom": None, "tzoom": None, "dzoom": None, "layout": "dag", "expand": None,
-           "reduce": None}
+           "location": None, "zoom": None, "tzoom": None, "dzoom": None, "pzoom": None,
+           "layout": "dag", "expand": None, "reduce": None}
 LAYOUTS = ("dag", "wall")          # grain graph: DAG time (thesis) or wall-clock placement
 REDUCTIONS = ("fragments", "forks", "bookkeeping")
 TOKEN = re.compile(r"^[cm]\d+$")
@@ -46,7 +47,7 @@ def parse_state(search: str | None, data: AppData) -> dict:
     g = _number(q.get("grain"))
     s["grain"] = int(g) if g is not None and 0 <= g < data.n_grains else None
     s["location"] = q.get("location") or None
-    for key in ("zoom", "tzoom", "dzoom"):
+    for key in ("zoom", "tzoom", "dzoom", "pzoom"):
         parts = [_number(p) for p in (q.get(key) or "").split(",")]
         s[key] = parts if len(parts) == 4 and None not in parts else None
     if q.get("layout") in LAYOUTS:
@@ -116,11 +117,12 @@ def register(app, data: AppData):
         Input("threshold", "value"),
         Input("graph-fig", "clickData"), Input("threads-fig", "clickData"),
         Input("graph-fig", "relayoutData"), Input("threads-fig", "relayoutData"),
+        Input("parallelism-fig", "relayoutData"),
         Input("graph-layout", "value"), Input("graph-reduce", "value"),
         Input("graph-collapse", "n_clicks"), Input("graph-search", "value"),
         State("state", "data"))
     def sync(search, view, problem, threshold, gclick, tclick, grelayout, trelayout,
-             glayout, greduce, _collapse, find, state):
+             prelayout, glayout, greduce, _collapse, find, state):
         trig = ctx.triggered_id
         # A new URL wins over whatever else fired with it, and a state that
         # lags the URL is rebuilt from it (the event that fired was seen
@@ -145,6 +147,8 @@ def register(app, data: AppData):
         elif trig == "problem":
             st["problem"], st["threshold"] = problem, None
             th_out = data.default_threshold(problem)
+        elif trig == "parallelism-fig":
+            st["pzoom"] = _panels_zoom(prelayout or {}, st.get("pzoom"), data)
         elif trig == "threshold":
             default = data.default_threshold(st["problem"])
             st["threshold"] = None if threshold is None or threshold == default else threshold
@@ -272,6 +276,23 @@ def _expand(click, old, data: AppData, vertical: bool):
         tw = (float(seg["end"].max()) / 1e6) / 8 if len(seg) else 1.0
     pw, tw = max(pw, 2.0), max(tw, 1e-4)
     return [p - pw, p + pw, max(t - tw, 0.0), t + tw]
+
+
+def _panels_zoom(relayout: dict, old, data: AppData):
+    """The parallelism view's zoom: the time range of each of its two panels
+    (exposed in DAG time, achieved in wall-clock time, each in the unit its
+    axis shows), [a0, a1, b0, b1]; a panel not zoomed spans its data."""
+    full = list(parallelism_extents(data.ideal, data.achieved))
+    cur = list(old) if old else [0.0, full[0], 0.0, full[1]]
+    for k, axis in enumerate(("xaxis", "xaxis2")):
+        if relayout.get(f"{axis}.autorange"):
+            cur[2 * k:2 * k + 2] = [0.0, full[k]]
+        try:
+            lo, hi = float(relayout[f"{axis}.range[0]"]), float(relayout[f"{axis}.range[1]"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        cur[2 * k:2 * k + 2] = sorted((lo, hi))
+    return None if cur == [0.0, full[0], 0.0, full[1]] else cur
 
 
 def _zoom(relayout: dict, old, vertical: bool):

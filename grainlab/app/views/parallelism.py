@@ -34,5 +34,17 @@ def register(app, data: AppData, figures):
             return no_update
         log = scale == "log"
         if log not in drawn:       # two figures at most, kept
-            drawn[log] = parallelism_figure(data.ideal, data.achieved, data.cores, log=log)
-        return drawn[log]
+            drawn[log] = parallelism_figure(data.ideal, data.achieved, data.cores,
+                                            log=log).to_dict()
+        return with_time_zoom(drawn[log], state.get("pzoom"))
+
+
+def with_time_zoom(fig: dict, zoom) -> dict:
+    """The two panels zoomed in time as the URL says ([a0, a1, b0, b1])."""
+    if not zoom:
+        return fig
+    lay = dict(fig["layout"])
+    for k, axis in enumerate(("xaxis", "xaxis2")):
+        lay[axis] = {**lay.get(axis, {}), "range": list(zoom[2 * k:2 * k + 2]),
+                     "autorange": False}
+    return {**fig, "layout": lay}
