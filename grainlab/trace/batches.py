@@ -2,11 +2,11 @@
 
 A batch is a dict of numpy arrays, one per event column it was read with, plus
 `pos` (int64: the row's position in the file, before dependence waits were
-folded away, so it only grows from batch to batch) and `rg` (int32: the row
+folded away, so it only grows from batch to batch; streamed batches only) and `rg` (int32: the row
 group). Batches come in file order. `file_batches` streams a trace file in
 batches of at most BATCH_ROWS rows, reading only the columns asked for, so
-whatever the trace's size a reader holds one batch at a time; `events_batch`
-makes one batch of a loaded trace's whole event table (`grainlab.load`).
+whatever the trace's size a reader holds one batch at a time; `loaded_batches`
+cuts a loaded trace's event table (`grainlab.load`) into batches of views.
 
 `Collected` keeps, from the batches that pass by, the few rows that counting
 and checking need across the whole run — one row per task creation, implicit
@@ -93,22 +93,40 @@ def _row_groups(sizes, offset, n):
     return np.minimum(rg, max(len(sizes) - 1, 0)).astype(np.int32)
 
 
-def events_batch(events) -> dict:
-    """A loaded trace's events (DataFrame, already folded) as one batch."""
-    batch = {c: events[c].to_numpy() for c in S.COLUMNS}
-    batch["pos"] = np.arange(len(events), dtype=np.int64)
-    batch["rg"] = events["row_group"].to_numpy()
-    return batch
+def loaded_batches(events, columns=None, batch_rows=None):
+    """A loaded trace's events (DataFrame, already folded) as batches of at
+    most `batch_rows` (default LOADED_BATCH_ROWS) rows: views of its columns
+    (`columns`, default the fixed ones, and `rg`), no copies, so a check's
+    row-sized temporaries are a batch's, not the whole table's. No `pos`:
+    only the fold reads it, and a loaded trace is folded already."""
+    names = [c for c in (columns or S.COLUMNS) if c not in ("rg", "pos")]
+    whole = {c: events[c].to_numpy() for c in names}
+    whole["rg"] = events["row_group"].to_numpy()
+    step = batch_rows or LOADED_BATCH_ROWS
+    n = len(events)
+    for start in range(0, n, step):
+        yield {c: v[start:start + step] for c, v in whole.items()}
+    if not n:
+        yield whole
+
+
+# Rows per batch of a loaded trace (views: no reading, only the checks'
+# temporaries, ~40 bytes per row, scale with it).
+LOADED_BATCH_ROWS = 1 << 20
 
 
 def fed_with_all(trace, reader):
-    """A loaded trace's events as one batch, fed to a `Collected` and to
-    `reader` (a Checks or Facts): (batch, collected rows)."""
-    batch = events_batch(trace.events)
+    """A loaded trace's events, batch by batch, fed to a `Collected` and to
+    `reader` (a Checks or Facts): (source, collected rows); `source(columns)`
+    gives the batches again (for the checks' later passes)."""
     rows = Collected()
-    rows.feed(batch)
-    reader.feed(batch)
-    return batch, rows
+    for batch in loaded_batches(trace.events):
+        rows.feed(batch)
+        reader.feed(batch)
+
+    def source(columns):
+        return loaded_batches(trace.events, columns)
+    return source, rows
 
 
 def take(batch: dict, rows) -> dict:

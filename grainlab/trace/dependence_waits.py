@@ -91,6 +91,8 @@ def is_wait_end(code, kind) -> np.ndarray:
 
 def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """(events without pseudo-tasks, how many were folded)."""
+    if not is_pseudo_create(events["event"].to_numpy(), events["kind"].to_numpy()).any():
+        return events, 0        # the usual trace: no row-sized `pos` made for nothing
     cols = {c: events[c].to_numpy() for c in COLUMNS}
     cols["pos"] = np.arange(len(events), dtype=np.int64)
     plan = fold_plan(cols)

@@ -5,8 +5,8 @@ task, lineage or chunk tables are built, so `info` costs O(events) time, and
 its memory is one batch plus the few rows kept per explicit task, parallel
 region and worksharing begin (grainlab.trace.batches.Collected) whatever the number
 of events and the tree's depth (a 2,000-deep tree's lineage strings alone
-would take gigabytes). `info_of(trace)` counts a loaded trace's events as
-one batch; grainlab.trace.scan streams a file through the same `Facts`.
+would take gigabytes). `info_of(trace)` counts a loaded trace's events in
+batches of views; grainlab.trace.scan streams a file through the same `Facts`.
 """
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ events) they are recorded in `problems` instead, since missing rows are
 expected there. Begins without ends are always problems, never errors: a run
 stopped mid-way leaves them.
 
-The checks see the events as batches in file order (grainlab.trace.batches): the
-whole table at once for a loaded trace (`validate`), or a file streamed row
+The checks see the events as batches in file order (grainlab.trace.batches): a
+loaded trace's columns in batches of views (`validate`), or a file streamed row
 groups at a time (`grainlab info`, grainlab.trace.scan), with the same answers and
 the same messages either way. What they keep between batches is bounded: a
 few numbers per thread and per nesting key (thread, region, implicit task),
@@ -33,11 +33,11 @@ SCHEDULE_COLUMNS = ["event", "thread", "tsc", "task", "other"]
 
 
 def validate(trace) -> None:
-    """Check a loaded trace (grainlab.load): one batch of all its events."""
+    """Check a loaded trace (grainlab.load): its event columns in batches of
+    views (grainlab.trace.batches.loaded_batches)."""
     checks = Checks()
-    batch, rows = fed_with_all(trace, checks)
-    checks.conclude(rows, lambda columns: iter((batch,)), trace.problems,
-                    damaged=not trace.complete, path=trace.path)
+    source, rows = fed_with_all(trace, checks)
+    checks.conclude(rows, source, trace.problems, damaged=not trace.complete, path=trace.path)
 
 
 class Checks:
