@@ -39,37 +39,64 @@ def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None)
     Whole row groups are read, several at a time up to `batch_rows` rows (a
     bigger one is read in slices): pyarrow's iter_batches would keep every
     pre-buffered column chunk of the file until the end (memory growing with
-    the trace)."""
+    the trace). The next piece is read on a thread while the caller works
+    on this one (Arrow decodes without the GIL: on 2 cores the decoding
+    and the checks overlap), so two pieces are held at a time."""
     limit = batch_rows or BATCH_ROWS
     offset = 0
+    pieces = _prefetched(_pieces(parquet, sizes, limit, columns))
+    while True:
+        try:
+            got = next(pieces, None)
+            if got is None:
+                break
+            piece, rg = got
+            batch = {name: piece.column(name).to_numpy()
+                     for name in piece.schema.names if name in S.COLUMNS}
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
+        n = piece.num_rows
+        del piece
+        batch["pos"] = np.arange(offset, offset + n, dtype=np.int64)
+        batch["rg"] = rg
+        offset += n
+        if fold is not None:
+            batch = fold.apply(batch)
+        yield batch
+
+
+def _pieces(parquet, sizes, limit, columns):
+    """(Arrow table, row group of each row) of the file's pieces, in order."""
+    sizes = np.asarray(sizes)
     for group in _row_group_runs(sizes, limit):
-        pieces = _read(parquet, group, sizes, limit, columns)
+        if len(group) == 1 and sizes[group[0]] > limit:
+            # a row group bigger than `limit` rows, in record batches of `limit` rows
+            for piece in parquet.iter_batches(batch_size=limit, row_groups=group,
+                                              columns=columns, use_threads=True):
+                yield piece, np.full(piece.num_rows, group[0], np.int32)
+        else:
+            piece = parquet.read_row_groups(group, columns=columns, use_threads=True)
+            rg = np.repeat(np.asarray(group, np.int32), sizes[group])
+            if len(rg) != piece.num_rows:
+                raise ValueError(f"{piece.num_rows} rows read where the footer says {len(rg)}")
+            yield piece, rg
+
+
+def _prefetched(items):
+    """The items of an iterator, each next one fetched on a thread while the
+    caller holds the current one. An error fetching an item is raised where
+    that item is asked for; closing the generator waits for the fetch in
+    flight (at most one)."""
+    from concurrent.futures import ThreadPoolExecutor
+    items = iter(items)
+    with ThreadPoolExecutor(1, thread_name_prefix="grainlab-read") as pool:
+        ahead = pool.submit(next, items, None)
         while True:
-            try:
-                piece = next(pieces, None)
-                if piece is None:
-                    break
-                batch = {name: piece.column(name).to_numpy()
-                         for name in piece.schema.names if name in S.COLUMNS}
-            except (pa.ArrowException, OSError, ValueError) as e:
-                raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
-            n = piece.num_rows
-            batch["pos"] = np.arange(offset, offset + n, dtype=np.int64)
-            batch["rg"] = _row_groups(sizes, offset, n)
-            offset += n
-            if fold is not None:
-                batch = fold.apply(batch)
-            yield batch
-
-
-def _read(parquet, group, sizes, limit, columns):
-    """The row groups `group` as one table, or a row group bigger than `limit`
-    rows in record batches of `limit` rows."""
-    if len(group) == 1 and sizes[group[0]] > limit:
-        yield from parquet.iter_batches(batch_size=limit, row_groups=group,
-                                        columns=columns, use_threads=True)
-    else:
-        yield parquet.read_row_groups(group, columns=columns, use_threads=True)
+            item = ahead.result()
+            if item is None:
+                return
+            ahead = pool.submit(next, items, None)
+            yield item
 
 
 def _row_group_runs(sizes, limit):
@@ -83,14 +110,6 @@ def _row_group_runs(sizes, limit):
         rows += n
     if run:
         yield run
-
-
-def _row_groups(sizes, offset, n):
-    """Row group of each of the n rows from file position `offset` on."""
-    starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
-    pos = np.arange(offset, offset + n, dtype=np.int64)
-    rg = np.searchsorted(starts, pos, side="right") - 1
-    return np.minimum(rg, max(len(sizes) - 1, 0)).astype(np.int32)
 
 
 def loaded_batches(events, columns=None, batch_rows=None):

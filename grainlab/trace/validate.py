@@ -342,7 +342,9 @@ class _Tasks:
             for field, pos in (("task", into), ("other", away)):
                 if found[field] is None:
                     ids = b[field][sched]
-                    unknown = np.flatnonzero((ids != 0) & (pos < 0) & ~self.implicit.contains(ids))
+                    # the implicit tasks are looked up only for ids not created
+                    unknown = np.flatnonzero((ids != 0) & (pos < 0))
+                    unknown = unknown[~self.implicit.contains(ids[unknown])]
                     if len(unknown):
                         found[field] = (int(rg[unknown[0]]), ids[unknown[0]])
             if not n:
