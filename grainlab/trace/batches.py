@@ -51,7 +51,7 @@ def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None)
             if got is None:
                 break
             piece, rg = got
-            batch = {name: piece.column(name).to_numpy()
+            batch = {name: _numpy(piece.column(name))
                      for name in piece.schema.names if name in S.COLUMNS}
         except (pa.ArrowException, OSError, ValueError) as e:
             raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
@@ -63,6 +63,16 @@ def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None)
         if fold is not None:
             batch = fold.apply(batch)
         yield batch
+
+
+def _numpy(column) -> np.ndarray:
+    """A fixed column of a piece as numpy: a view of Arrow's buffer when it is
+    one chunk without nulls (ChunkedArray.to_numpy copies: 1.1 of info's 8 s
+    at 28M events), else a copy."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if len(chunks) == 1 and not chunks[0].null_count:
+        return chunks[0].to_numpy(zero_copy_only=True)
+    return column.to_numpy()
 
 
 def _pieces(parquet, sizes, limit, columns):

@@ -217,16 +217,22 @@ def explicit_depth(index: IdIndex, parents, roots) -> int:
     up = index.get(parents)                         # explicit parent's position
     rooted = (up < 0) & np.isin(parents, roots)     # created by an implicit/initial task
     up = up.astype(np.int32 if n < (1 << 31) else np.int64)
-    depth = np.ones(n, dtype=np.int32)
+    # A chain whose top is not rooted starts from -BIG: its sum stays negative
+    # (chains are shorter than BIG), so no `rooted` column rides along.
+    big = 1 << 30 if n < (1 << 30) else 1 << 62
+    depth = np.ones(n, dtype=np.int32 if n < (1 << 30) else np.int64)
+    depth[(up < 0) & ~rooted] = -big
+    del rooted
+    # only the elements still below a root are visited, each pass fewer
+    live = np.flatnonzero(up >= 0)
     for _ in range(int(np.ceil(np.log2(max(n, 2)))) + 1):
-        live = np.flatnonzero(up >= 0)
         if not len(live):
             break
         p = up[live]
         depth[live] += depth[p]
-        rooted[live] = rooted[p]
         up[live] = up[p]
-    ok = rooted & (up < 0)
+        live = live[up[live] >= 0]
+    ok = (up < 0) & (depth > 0)
     return int(depth[ok].max()) if ok.any() else 0
 
 

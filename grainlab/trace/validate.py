@@ -499,11 +499,12 @@ def _has_cycle(up: np.ndarray) -> bool:
     never ends: pointer jumping halves every remaining path each pass, so a
     forest of n elements is done after ceil(log2 n) + 1 passes (+2 to spare)."""
     p = up.copy()
+    live = np.flatnonzero(p >= 0)
     for _ in range(int(np.ceil(np.log2(max(len(p), 2)))) + 3):
-        live = np.flatnonzero(p >= 0)
         if not len(live):
             return False
         p[live] = p[p[live]]
+        live = live[p[live] >= 0]       # only those still below a root, each pass fewer
     return True
 
 
