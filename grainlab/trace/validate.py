@@ -66,8 +66,16 @@ class Checks:
                 self.bad_code = (int(b["rg"][bad[0]]), int(code[bad[0]]))
         self._feed_row_groups(b)
         self._feed_time(b)
-        for pair in self.pairs:
-            pair.feed(b)
+        # every pair's rows from one look-up of the codes, not two
+        # comparisons of the whole batch per pair
+        which = _PAIR_OF[code]
+        hit = np.flatnonzero(which)
+        if len(hit):
+            by_pair = hit[argsort(which[hit])]      # stable: file order within a pair
+            bounds = np.searchsorted(which[by_pair], np.arange(1, len(self.pairs) + 2))
+            for i, pair in enumerate(self.pairs):
+                if bounds[i] < bounds[i + 1]:
+                    pair.feed(b, by_pair[bounds[i]:bounds[i + 1]])
         if self.bad_count is None:
             bad = np.flatnonzero(b["count"] >= _COUNT_LIMIT)
             if len(bad):
@@ -94,14 +102,22 @@ class Checks:
         WORK_END with interpolated times, aside). Kept: each thread's first
         step back."""
         code = b["event"]
-        keep = ~((code == S.CHUNK) & ((b["flags"] & S.CHUNK_INFERRED) != 0))
-        rows = np.flatnonzero(keep)
-        if not len(rows):
-            return
-        rows = rows[argsort(b["thread"][rows])]
-        thread, tsc = b["thread"][rows], b["tsc"][rows]
+        inferred = (code == S.CHUNK) & ((b["flags"] & S.CHUNK_INFERRED) != 0)
+        thread, tsc = b["thread"], b["tsc"]
+        rows = _Everything()            # batch row of each row looked at
+        if inferred.any():
+            rows = np.flatnonzero(~inferred)
+            if not len(rows):
+                return
+            thread, tsc = thread[rows], tsc[rows]
+        # by thread (each thread's rows in file order); a batch of one thread's
+        # row groups (the usual one) is in that order already
+        if not (thread == thread[0]).all():
+            order = argsort(thread)
+            rows = order if isinstance(rows, _Everything) else rows[order]
+            thread, tsc = thread[order], tsc[order]
         starts = np.concatenate(([0], np.flatnonzero(thread[1:] != thread[:-1]) + 1))
-        ends = np.append(starts[1:], len(rows)) - 1
+        ends = np.append(starts[1:], len(thread)) - 1
         back = np.flatnonzero((tsc[1:] < tsc[:-1]) & (thread[1:] == thread[:-1])) + 1
         for s, e in zip(starts.tolist(), ends.tolist()):
             t = int(thread[s])
@@ -180,11 +196,9 @@ class _Pair:
         self.columns = keys if keys[0] == "thread" else keys + ("thread",)
         self.state: dict = {}       # (key..., thread) -> [total, lowest, rg below zero or -1]
 
-    def feed(self, b):
+    def feed(self, b, rows):
+        """`rows`: the batch's rows of this pair's begin and end, in order."""
         code = b["event"]
-        rows = np.flatnonzero((code == self.begin) | (code == self.end))
-        if not len(rows):
-            return
         cols = [b[c][rows] for c in self.columns]
         order = lexsort(cols[::-1])
         cols = [c[order] for c in cols]
@@ -264,6 +278,17 @@ class _Pair:
 
 
 _NEW = (0, 0, -1)
+# event code -> 1 + index in PAIRS of the pair it begins or ends (0: none)
+_PAIR_OF = np.zeros(256, np.uint8)
+for _i, (_begin, _end, *_) in enumerate(PAIRS):
+    _PAIR_OF[[_begin, _end]] = _i + 1
+
+
+class _Everything:
+    """Stands for arange(n) without making it: x[i] is i."""
+
+    def __getitem__(self, i):
+        return i
 
 
 class _Tasks:
