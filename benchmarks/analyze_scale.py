@@ -307,6 +307,9 @@ def main(argv=None) -> int:
         print(f"  {fmt_size(n)}: {res['grains']} grains, {res['events']} events, "
               f"{res['nodes']} nodes, {res['edges']} edges; {res['seconds']:.1f} s, "
               f"load average {res['load_after']:.1f} after")
+        for name, wall, cpu, hwm in res["steps"][:3]:        # set-up, loading, the build
+            print(f"  {fmt_size(n)}: {step_label(name)}: {wall:.2f} wall s, {cpu:.2f} cpu s, "
+                  f"VmHWM after it {hwm / GIB:.2f} GiB")
         if args.profile and res.get("profile_top"):
             print(res["profile_top"])
         prev_peak = (n, res["peak_bytes"])

@@ -2,11 +2,11 @@
 
 A batch is a dict of numpy arrays, one per event column it was read with, plus
 `pos` (int64: the row's position in the file, before dependence waits were
-folded away, so it only grows from batch to batch) and `rg` (int32: the row
+folded away, so it only grows from batch to batch; streamed batches only) and `rg` (int32: the row
 group). Batches come in file order. `file_batches` streams a trace file in
 batches of at most BATCH_ROWS rows, reading only the columns asked for, so
-whatever the trace's size a reader holds one batch at a time; `events_batch`
-makes one batch of a loaded trace's whole event table (`grainlab.load`).
+whatever the trace's size a reader holds one batch at a time; `loaded_batches`
+cuts a loaded trace's event table (`grainlab.load`) into batches of views.
 
 `Collected` keeps, from the batches that pass by, the few rows that counting
 and checking need across the whole run — one row per task creation, implicit
@@ -39,37 +39,74 @@ def file_batches(parquet, path, sizes, columns=None, fold=None, batch_rows=None)
     Whole row groups are read, several at a time up to `batch_rows` rows (a
     bigger one is read in slices): pyarrow's iter_batches would keep every
     pre-buffered column chunk of the file until the end (memory growing with
-    the trace)."""
+    the trace). The next piece is read on a thread while the caller works
+    on this one (Arrow decodes without the GIL: on 2 cores the decoding
+    and the checks overlap), so two pieces are held at a time."""
     limit = batch_rows or BATCH_ROWS
     offset = 0
+    pieces = _prefetched(_pieces(parquet, sizes, limit, columns))
+    while True:
+        try:
+            got = next(pieces, None)
+            if got is None:
+                break
+            piece, rg = got
+            batch = {name: _numpy(piece.column(name))
+                     for name in piece.schema.names if name in S.COLUMNS}
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
+        n = piece.num_rows
+        del piece
+        batch["pos"] = np.arange(offset, offset + n, dtype=np.int64)
+        batch["rg"] = rg
+        offset += n
+        if fold is not None:
+            batch = fold.apply(batch)
+        yield batch
+
+
+def _numpy(column) -> np.ndarray:
+    """A fixed column of a piece as numpy: a view of Arrow's buffer when it is
+    one chunk without nulls (ChunkedArray.to_numpy copies: 1.1 of info's 8 s
+    at 28M events), else a copy."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if len(chunks) == 1 and not chunks[0].null_count:
+        return chunks[0].to_numpy(zero_copy_only=True)
+    return column.to_numpy()
+
+
+def _pieces(parquet, sizes, limit, columns):
+    """(Arrow table, row group of each row) of the file's pieces, in order."""
+    sizes = np.asarray(sizes)
     for group in _row_group_runs(sizes, limit):
-        pieces = _read(parquet, group, sizes, limit, columns)
+        if len(group) == 1 and sizes[group[0]] > limit:
+            # a row group bigger than `limit` rows, in record batches of `limit` rows
+            for piece in parquet.iter_batches(batch_size=limit, row_groups=group,
+                                              columns=columns, use_threads=True):
+                yield piece, np.full(piece.num_rows, group[0], np.int32)
+        else:
+            piece = parquet.read_row_groups(group, columns=columns, use_threads=True)
+            rg = np.repeat(np.asarray(group, np.int32), sizes[group])
+            if len(rg) != piece.num_rows:
+                raise ValueError(f"{piece.num_rows} rows read where the footer says {len(rg)}")
+            yield piece, rg
+
+
+def _prefetched(items):
+    """The items of an iterator, each next one fetched on a thread while the
+    caller holds the current one. An error fetching an item is raised where
+    that item is asked for; closing the generator waits for the fetch in
+    flight (at most one)."""
+    from concurrent.futures import ThreadPoolExecutor
+    items = iter(items)
+    with ThreadPoolExecutor(1, thread_name_prefix="grainlab-read") as pool:
+        ahead = pool.submit(next, items, None)
         while True:
-            try:
-                piece = next(pieces, None)
-                if piece is None:
-                    break
-                batch = {name: piece.column(name).to_numpy()
-                         for name in piece.schema.names if name in S.COLUMNS}
-            except (pa.ArrowException, OSError, ValueError) as e:
-                raise TraceError(f"{path}: corrupt data ({first_line(e)})") from None
-            n = piece.num_rows
-            batch["pos"] = np.arange(offset, offset + n, dtype=np.int64)
-            batch["rg"] = _row_groups(sizes, offset, n)
-            offset += n
-            if fold is not None:
-                batch = fold.apply(batch)
-            yield batch
-
-
-def _read(parquet, group, sizes, limit, columns):
-    """The row groups `group` as one table, or a row group bigger than `limit`
-    rows in record batches of `limit` rows."""
-    if len(group) == 1 and sizes[group[0]] > limit:
-        yield from parquet.iter_batches(batch_size=limit, row_groups=group,
-                                        columns=columns, use_threads=True)
-    else:
-        yield parquet.read_row_groups(group, columns=columns, use_threads=True)
+            item = ahead.result()
+            if item is None:
+                return
+            ahead = pool.submit(next, items, None)
+            yield item
 
 
 def _row_group_runs(sizes, limit):
@@ -85,30 +122,40 @@ def _row_group_runs(sizes, limit):
         yield run
 
 
-def _row_groups(sizes, offset, n):
-    """Row group of each of the n rows from file position `offset` on."""
-    starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
-    pos = np.arange(offset, offset + n, dtype=np.int64)
-    rg = np.searchsorted(starts, pos, side="right") - 1
-    return np.minimum(rg, max(len(sizes) - 1, 0)).astype(np.int32)
+def loaded_batches(events, columns=None, batch_rows=None):
+    """A loaded trace's events (DataFrame, already folded) as batches of at
+    most `batch_rows` (default LOADED_BATCH_ROWS) rows: views of its columns
+    (`columns`, default the fixed ones, and `rg`), no copies, so a check's
+    row-sized temporaries are a batch's, not the whole table's. No `pos`:
+    only the fold reads it, and a loaded trace is folded already."""
+    names = [c for c in (columns or S.COLUMNS) if c not in ("rg", "pos")]
+    whole = {c: events[c].to_numpy() for c in names}
+    whole["rg"] = events["row_group"].to_numpy()
+    step = batch_rows or LOADED_BATCH_ROWS
+    n = len(events)
+    for start in range(0, n, step):
+        yield {c: v[start:start + step] for c, v in whole.items()}
+    if not n:
+        yield whole
 
 
-def events_batch(events) -> dict:
-    """A loaded trace's events (DataFrame, already folded) as one batch."""
-    batch = {c: events[c].to_numpy() for c in S.COLUMNS}
-    batch["pos"] = np.arange(len(events), dtype=np.int64)
-    batch["rg"] = events["row_group"].to_numpy()
-    return batch
+# Rows per batch of a loaded trace (views: no reading, only the checks'
+# temporaries, ~40 bytes per row, scale with it).
+LOADED_BATCH_ROWS = 1 << 20
 
 
 def fed_with_all(trace, reader):
-    """A loaded trace's events as one batch, fed to a `Collected` and to
-    `reader` (a Checks or Facts): (batch, collected rows)."""
-    batch = events_batch(trace.events)
+    """A loaded trace's events, batch by batch, fed to a `Collected` and to
+    `reader` (a Checks or Facts): (source, collected rows); `source(columns)`
+    gives the batches again (for the checks' later passes)."""
     rows = Collected()
-    rows.feed(batch)
-    reader.feed(batch)
-    return batch, rows
+    for batch in loaded_batches(trace.events):
+        rows.feed(batch)
+        reader.feed(batch)
+
+    def source(columns):
+        return loaded_batches(trace.events, columns)
+    return source, rows
 
 
 def take(batch: dict, rows) -> dict:

@@ -91,6 +91,13 @@ def is_wait_end(code, kind) -> np.ndarray:
 
 def fold_dependence_waits(events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """(events without pseudo-tasks, how many were folded)."""
+    code, kind = events["event"].to_numpy(), events["kind"].to_numpy()
+    # the usual trace has none: asked a slice at a time, so that answering
+    # makes no row-sized temporaries (nor `pos`) beside the loaded columns
+    step = 1 << 20
+    if not any(is_pseudo_create(code[i:i + step], kind[i:i + step]).any()
+               for i in range(0, len(code), step)):
+        return events, 0
     cols = {c: events[c].to_numpy() for c in COLUMNS}
     cols["pos"] = np.arange(len(events), dtype=np.int64)
     plan = fold_plan(cols)

@@ -5,8 +5,8 @@ task, lineage or chunk tables are built, so `info` costs O(events) time, and
 its memory is one batch plus the few rows kept per explicit task, parallel
 region and worksharing begin (grainlab.trace.batches.Collected) whatever the number
 of events and the tree's depth (a 2,000-deep tree's lineage strings alone
-would take gigabytes). `info_of(trace)` counts a loaded trace's events as
-one batch; grainlab.trace.scan streams a file through the same `Facts`.
+would take gigabytes). `info_of(trace)` counts a loaded trace's events in
+batches of views; grainlab.trace.scan streams a file through the same `Facts`.
 """
 from __future__ import annotations
 
@@ -51,27 +51,31 @@ class Facts:
             return
         self.events += n
         code, kind = b["event"], b["kind"]
-        self.thread_ids = np.union1d(self.thread_ids, np.unique(b["thread"]))
+        # counts per event code and the threads seen: one O(n) pass each, no
+        # sort; the conditions on `kind` are asked of the few rows of a code
+        per_code = np.bincount(code, minlength=256)
+        seen = np.flatnonzero(np.bincount(b["thread"])).astype(np.uint16)
+        self.thread_ids = np.union1d(self.thread_ids, seen)
         lo, hi = b["tsc"].min(), b["tsc"].max()
         self.tsc_min = lo if self.tsc_min is None else min(self.tsc_min, lo)
         self.tsc_max = hi if self.tsc_max is None else max(self.tsc_max, hi)
-        sync = code == S.SYNC_BEGIN
-        chunk = code == S.CHUNK
-        loop_chunk = chunk & np.isin(kind, S.DISPATCH_LOOPS)
+        sync_kind = kind[code == S.SYNC_BEGIN]
+        chunks = np.flatnonzero(code == S.CHUNK)
+        loop_chunks = chunks[np.isin(kind[chunks], S.DISPATCH_LOOPS)]
         c = self.counts
-        c["parallel_regions"] += int(np.count_nonzero(code == S.PARALLEL_BEGIN))
-        c["taskwaits"] += int(np.count_nonzero(sync & (kind == S.SYNC_TASKWAIT)))
-        c["taskgroups"] += int(np.count_nonzero(sync & (kind == S.SYNC_TASKGROUP)))
-        c["barriers"] += int(np.count_nonzero(sync & np.isin(kind, S.SYNC_BARRIERS)))
-        c["dependences"] += int(np.count_nonzero(code == S.DEPENDENCE))
-        c["flushes"] += int(np.count_nonzero((code == S.FLUSH_BEGIN) & (kind != S.FLUSH_PAGES)))
-        c["chunks"] += int(np.count_nonzero(loop_chunk))
-        c["inferred_chunks"] += int(np.count_nonzero(b["flags"][loop_chunk] & S.CHUNK_INFERRED))
-        c["chunk_events"] += int(np.count_nonzero(chunk))
-        c["task_creates"] += int(np.count_nonzero(code == S.TASK_CREATE))
-        c["data_accesses"] += int(np.count_nonzero(code == S.DATA_ACCESS))
+        c["parallel_regions"] += int(per_code[S.PARALLEL_BEGIN])
+        c["taskwaits"] += int(np.count_nonzero(sync_kind == S.SYNC_TASKWAIT))
+        c["taskgroups"] += int(np.count_nonzero(sync_kind == S.SYNC_TASKGROUP))
+        c["barriers"] += int(np.count_nonzero(np.isin(sync_kind, S.SYNC_BARRIERS)))
+        c["dependences"] += int(per_code[S.DEPENDENCE])
+        c["flushes"] += int(np.count_nonzero(kind[code == S.FLUSH_BEGIN] != S.FLUSH_PAGES))
+        c["chunks"] += len(loop_chunks)
+        c["inferred_chunks"] += int(np.count_nonzero(b["flags"][loop_chunks] & S.CHUNK_INFERRED))
+        c["chunk_events"] += int(per_code[S.CHUNK])
+        c["task_creates"] += int(per_code[S.TASK_CREATE])
+        c["data_accesses"] += int(per_code[S.DATA_ACCESS])
         # int64 sums wrap as one sum over the whole column would
-        self.iteration_sums.append(b["count"][loop_chunk].astype(np.int64).sum())
+        self.iteration_sums.append(b["count"][loop_chunks].astype(np.int64).sum())
 
     @property
     def threads(self) -> int:
@@ -217,16 +221,22 @@ def explicit_depth(index: IdIndex, parents, roots) -> int:
     up = index.get(parents)                         # explicit parent's position
     rooted = (up < 0) & np.isin(parents, roots)     # created by an implicit/initial task
     up = up.astype(np.int32 if n < (1 << 31) else np.int64)
-    depth = np.ones(n, dtype=np.int32)
+    # A chain whose top is not rooted starts from -BIG: its sum stays negative
+    # (chains are shorter than BIG), so no `rooted` column rides along.
+    big = 1 << 30 if n < (1 << 30) else 1 << 62
+    depth = np.ones(n, dtype=np.int32 if n < (1 << 30) else np.int64)
+    depth[(up < 0) & ~rooted] = -big
+    del rooted
+    # only the elements still below a root are visited, each pass fewer
+    live = np.flatnonzero(up >= 0)
     for _ in range(int(np.ceil(np.log2(max(n, 2)))) + 1):
-        live = np.flatnonzero(up >= 0)
         if not len(live):
             break
         p = up[live]
         depth[live] += depth[p]
-        rooted[live] = rooted[p]
         up[live] = up[p]
-    ok = rooted & (up < 0)
+        live = live[up[live] >= 0]
+    ok = (up < 0) & (depth > 0)
     return int(depth[ok].max()) if ok.any() else 0
 
 

@@ -8,8 +8,8 @@ events) they are recorded in `problems` instead, since missing rows are
 expected there. Begins without ends are always problems, never errors: a run
 stopped mid-way leaves them.
 
-The checks see the events as batches in file order (grainlab.trace.batches): the
-whole table at once for a loaded trace (`validate`), or a file streamed row
+The checks see the events as batches in file order (grainlab.trace.batches): a
+loaded trace's columns in batches of views (`validate`), or a file streamed row
 groups at a time (`grainlab info`, grainlab.trace.scan), with the same answers and
 the same messages either way. What they keep between batches is bounded: a
 few numbers per thread and per nesting key (thread, region, implicit task),
@@ -33,11 +33,11 @@ SCHEDULE_COLUMNS = ["event", "thread", "tsc", "task", "other"]
 
 
 def validate(trace) -> None:
-    """Check a loaded trace (grainlab.load): one batch of all its events."""
+    """Check a loaded trace (grainlab.load): its event columns in batches of
+    views (grainlab.trace.batches.loaded_batches)."""
     checks = Checks()
-    batch, rows = fed_with_all(trace, checks)
-    checks.conclude(rows, lambda columns: iter((batch,)), trace.problems,
-                    damaged=not trace.complete, path=trace.path)
+    source, rows = fed_with_all(trace, checks)
+    checks.conclude(rows, source, trace.problems, damaged=not trace.complete, path=trace.path)
 
 
 class Checks:
@@ -66,8 +66,16 @@ class Checks:
                 self.bad_code = (int(b["rg"][bad[0]]), int(code[bad[0]]))
         self._feed_row_groups(b)
         self._feed_time(b)
-        for pair in self.pairs:
-            pair.feed(b)
+        # every pair's rows from one look-up of the codes, not two
+        # comparisons of the whole batch per pair
+        which = _PAIR_OF[code]
+        hit = np.flatnonzero(which)
+        if len(hit):
+            by_pair = hit[argsort(which[hit])]      # stable: file order within a pair
+            bounds = np.searchsorted(which[by_pair], np.arange(1, len(self.pairs) + 2))
+            for i, pair in enumerate(self.pairs):
+                if bounds[i] < bounds[i + 1]:
+                    pair.feed(b, by_pair[bounds[i]:bounds[i + 1]])
         if self.bad_count is None:
             bad = np.flatnonzero(b["count"] >= _COUNT_LIMIT)
             if len(bad):
@@ -94,14 +102,22 @@ class Checks:
         WORK_END with interpolated times, aside). Kept: each thread's first
         step back."""
         code = b["event"]
-        keep = ~((code == S.CHUNK) & ((b["flags"] & S.CHUNK_INFERRED) != 0))
-        rows = np.flatnonzero(keep)
-        if not len(rows):
-            return
-        rows = rows[argsort(b["thread"][rows])]
-        thread, tsc = b["thread"][rows], b["tsc"][rows]
+        inferred = (code == S.CHUNK) & ((b["flags"] & S.CHUNK_INFERRED) != 0)
+        thread, tsc = b["thread"], b["tsc"]
+        rows = _Everything()            # batch row of each row looked at
+        if inferred.any():
+            rows = np.flatnonzero(~inferred)
+            if not len(rows):
+                return
+            thread, tsc = thread[rows], tsc[rows]
+        # by thread (each thread's rows in file order); a batch of one thread's
+        # row groups (the usual one) is in that order already
+        if not (thread == thread[0]).all():
+            order = argsort(thread)
+            rows = order if isinstance(rows, _Everything) else rows[order]
+            thread, tsc = thread[order], tsc[order]
         starts = np.concatenate(([0], np.flatnonzero(thread[1:] != thread[:-1]) + 1))
-        ends = np.append(starts[1:], len(rows)) - 1
+        ends = np.append(starts[1:], len(thread)) - 1
         back = np.flatnonzero((tsc[1:] < tsc[:-1]) & (thread[1:] == thread[:-1])) + 1
         for s, e in zip(starts.tolist(), ends.tolist()):
             t = int(thread[s])
@@ -180,11 +196,9 @@ class _Pair:
         self.columns = keys if keys[0] == "thread" else keys + ("thread",)
         self.state: dict = {}       # (key..., thread) -> [total, lowest, rg below zero or -1]
 
-    def feed(self, b):
+    def feed(self, b, rows):
+        """`rows`: the batch's rows of this pair's begin and end, in order."""
         code = b["event"]
-        rows = np.flatnonzero((code == self.begin) | (code == self.end))
-        if not len(rows):
-            return
         cols = [b[c][rows] for c in self.columns]
         order = lexsort(cols[::-1])
         cols = [c[order] for c in cols]
@@ -264,6 +278,17 @@ class _Pair:
 
 
 _NEW = (0, 0, -1)
+# event code -> 1 + index in PAIRS of the pair it begins or ends (0: none)
+_PAIR_OF = np.zeros(256, np.uint8)
+for _i, (_begin, _end, *_) in enumerate(PAIRS):
+    _PAIR_OF[[_begin, _end]] = _i + 1
+
+
+class _Everything:
+    """Stands for arange(n) without making it: x[i] is i."""
+
+    def __getitem__(self, i):
+        return i
 
 
 class _Tasks:
@@ -342,7 +367,9 @@ class _Tasks:
             for field, pos in (("task", into), ("other", away)):
                 if found[field] is None:
                     ids = b[field][sched]
-                    unknown = np.flatnonzero((ids != 0) & (pos < 0) & ~self.implicit.contains(ids))
+                    # the implicit tasks are looked up only for ids not created
+                    unknown = np.flatnonzero((ids != 0) & (pos < 0))
+                    unknown = unknown[~self.implicit.contains(ids[unknown])]
                     if len(unknown):
                         found[field] = (int(rg[unknown[0]]), ids[unknown[0]])
             if not n:
@@ -497,11 +524,12 @@ def _has_cycle(up: np.ndarray) -> bool:
     never ends: pointer jumping halves every remaining path each pass, so a
     forest of n elements is done after ceil(log2 n) + 1 passes (+2 to spare)."""
     p = up.copy()
+    live = np.flatnonzero(p >= 0)
     for _ in range(int(np.ceil(np.log2(max(len(p), 2)))) + 3):
-        live = np.flatnonzero(p >= 0)
         if not len(live):
             return False
         p[live] = p[p[live]]
+        live = live[p[live] >= 0]       # only those still below a root, each pass fewer
     return True
 
 
