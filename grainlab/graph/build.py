@@ -96,7 +96,7 @@ def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGr
     check()
     slots = open_slots(orows, owners, chunks, creation_quantile, lane, creation_cost)
     check()
-    ids = node_ids(slots, owners.E)
+    ids = node_ids(slots, owners.E, chunks.K)
     edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else None
     credit = credit_segments(orows, slots)
     # per-row segment columns are no longer needed: free them before the

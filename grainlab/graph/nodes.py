@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from .columns import group_ends, group_starts
+from .columns import group_ends, group_starts, id_dtype
 from .slots import FORK, JOIN, PROGRAM_END, REGION_END
 
 
@@ -24,14 +24,17 @@ class NodeIds:
     N: int                   # then one shared node per team barrier instance
 
 
-def node_ids(slots, E: int) -> NodeIds:
+def node_ids(slots, E: int, K: int = 0) -> NodeIds:
+    """E owners, K chunks: the graph's ids (nodes, grains and contexts) take
+    one dtype, int32 while they all fit (columns.id_dtype)."""
     chain = slots.shared < 0
     M = int(chain.sum())
-    slot_node = np.empty(len(slots.type), dtype=np.int64)
+    idt = id_dtype(max(M + slots.n_barriers, E + K))
+    slot_node = np.empty(len(slots.type), dtype=idt)
     slot_node[chain] = np.arange(M)          # own slots are nodes 0..M-1, in chain order
     slot_node[~chain] = M + slots.shared[~chain]
-    first_node = np.full(E, -1, np.int64)
-    last_node = np.full(E, -1, np.int64)
+    first_node = np.full(E, -1, idt)
+    last_node = np.full(E, -1, idt)
     st, en = group_starts(slots.owner), group_ends(slots.owner)
     first_node[slots.owner[st]] = slot_node[st]
     last_node[slots.owner[en]] = slot_node[en]
@@ -60,7 +63,8 @@ def make_nodes(slots, credit, orows, owners, ids: NodeIds) -> Nodes:
     ci = np.flatnonzero(chain)        # the own slots, in chain order: nodes 0..M-1
     pos = orows.at(np.take(slots.row, ci))
     r = orows.rows
-    c = {"type": np.empty(N, np.int8), "grain": np.empty(N, np.int64)}
+    idt = slot_node.dtype                # the graph's id dtype (node_ids)
+    c = {"type": np.empty(N, np.int8), "grain": np.empty(N, idt)}
     c["type"][slot_node] = slots.type
     c["grain"][slot_node] = slots.grain
 
@@ -76,12 +80,12 @@ def make_nodes(slots, credit, orows, owners, ids: NodeIds) -> Nodes:
             col[:M] = values[ci]
         col[M:] = fill
         return col
-    c["owner"] = chain_column(slots.owner, -1, np.int64)
+    c["owner"] = chain_column(slots.owner, -1, idt)
     c["owner_seq"] = chain_column(slots.seq, -1, np.int32)   # the table's type
     c["thread"] = chain_column(r.thread[pos], -1, np.int32, gather=False)
     c["cpu"] = chain_column(r.take("cpu", pos), -1, np.int32, gather=False)
     del pos
-    c["child"] = np.full(N, -1, np.int64)
+    c["child"] = np.full(N, -1, idt)
     c["child"][slot_node[fork]] = slots.child[fork]
     c["join_kind"] = np.full(N, -1, np.int8)
     c["join_kind"][slot_node[isj]] = slots.jkind[isj]
