@@ -2,7 +2,9 @@
 grainlab.graph.columns.id_dtype), int64 above: the same graph either way.
 Each trace here is built twice, as it is and with the int32 limit lowered
 below its ids (so every id column falls back to int64), and the two graphs
-must hold the same values."""
+must hold the same values. And an analysis lets go of the trace's event
+table once its graph is made (Trace.release_events), reading it again only
+when asked."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,6 +16,7 @@ from randprog import random_program
 
 import grainlab as gl
 from grainlab import synth
+from grainlab.errors import TraceError
 from grainlab.graph import build, columns
 from grainlab.graph.select import select
 
@@ -98,3 +101,49 @@ def test_ids_are_int32_exactly_while_they_fit(tmp_path, monkeypatch):
     assert_same_graph(build(trace), g, (np.int32, np.int32))
     monkeypatch.setattr(columns, "ID32_LIMIT", n - 1)
     assert_same_graph(g, build(trace))
+
+
+def test_an_analysis_releases_the_event_table_and_reads_it_again_on_demand(tmp_path,
+                                                                           monkeypatch):
+    path = tmp_path / "r.parquet"
+    synth.generate(path, "random", 300, threads=2, seed=5)
+    events = gl.load(path).events
+    reads = []
+    from grainlab.trace import trace as T
+    reread = T._reread_events
+    monkeypatch.setattr(T, "_reread_events", lambda *a: reads.append(a) or reread(*a))
+    a = gl.analyze(path)
+    a.report()
+    trace = a.trace
+    assert trace._events is None and reads == []       # the report needs no event
+    assert "released" in repr(trace)
+    pd.testing.assert_frame_equal(trace.events, events)  # read again: the same rows
+    assert len(reads) == 1
+    assert trace.events is trace.events and len(reads) == 1   # and kept
+
+
+def test_a_given_trace_keeps_its_events(tmp_path):
+    path = tmp_path / "r.parquet"
+    synth.generate(path, "fork-join", 100, threads=2, seed=1)
+    trace = gl.load(path)
+    gl.analyze(trace).report()
+    assert trace._events is not None
+
+
+def test_a_trace_changed_since_it_was_loaded_is_not_read_again(tmp_path):
+    path = tmp_path / "r.parquet"
+    synth.generate(path, "fork-join", 100, threads=2, seed=1)
+    trace = gl.load(path)
+    assert trace.release_events()
+    synth.generate(path, "fork-join", 120, threads=2, seed=2)
+    with pytest.raises(TraceError, match="changed"):
+        len(trace.events)
+
+
+def test_a_trace_made_in_memory_cannot_release_its_events(tmp_path):
+    path = tmp_path / "r.parquet"
+    synth.generate(path, "fork-join", 50, threads=2, seed=1)
+    t = gl.load(path)
+    made = gl.Trace(t.path, t.meta, t.events, t.row_group_sizes)
+    assert not made.release_events()
+    assert made.events is t.events
