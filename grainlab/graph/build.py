@@ -90,7 +90,8 @@ def build(trace, creation_quantile: float = 0.10, checkpoint=None,
 def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGraph:
     owners = find_owners(trace)
     check()
-    rows, row_owner, other_owner = load_rows(trace.events, owners.of, owners.clip, owners.untied)
+    rows, row_owner, other_owner = load_rows(trace.events, owners.of_rows, owners.clip,
+                                             owners.untied)
     orows = OwnedRows(rows, row_owner, other_owner, stride=len(rows) + 2)
     chunks = find_chunks(rows, row_owner, orows.stride)
     check()

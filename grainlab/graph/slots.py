@@ -84,12 +84,12 @@ class _SlotParts:
     gives one value for all its slots is kept as that value and written
     straight into the joined column (no slot-sized array per kind).
     idt: the dtype of owner and grain ids (columns.id_dtype), which the
-    owner, child, grain and shared columns take (shared: barrier instances,
-    fewer than the slots)."""
+    owner, child, grain and shared columns take, and `row` (row keys are
+    below the rows' count + 2, barrier instances below the rows' count)."""
     DEFAULTS = dict(sub=0, recv=True, child=-1, jkind=-1, grain=-2, shared=-1)
 
     def __init__(self, idt=np.int64):
-        self.DTYPES = dict(owner=idt, row=np.int64, sub=np.int32, type=np.int8, recv=bool,
+        self.DTYPES = dict(owner=idt, row=idt, sub=np.int32, type=np.int8, recv=bool,
                            child=idt, jkind=np.int8, grain=idt, shared=idt, start=np.int64)
         self.parts = {f: [] for f in self.DTYPES}
 
@@ -120,7 +120,7 @@ def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float,
                lane=None, creation_cost=None) -> Slots:
     """lane: an executor to make the explicit tasks' slots on meanwhile."""
     # owner and grain ids (explicit tasks, contexts, chunks) are below E + K,
-    # barrier instances below the rows' count
+    # row keys (grank) and barrier instances below the rows' count + 2
     idt = id_dtype(max(owners.E + chunks.K, len(orows.rows) + 2))
     parts, task_parts = _SlotParts(idt), _SlotParts(idt)
     forks = lane.submit(_task_slots, task_parts, orows, owners, creation_quantile,
@@ -336,7 +336,9 @@ def _chain_order(sl: dict, stride: int) -> dict:
         sl[f] = out
         spare[a.dtype.str] = a
     del spare
-    sl["seq"] = cumcount(sl["owner"])
+    # int32, the type of g.nodes' owner_seq it becomes (a chain of 2^31 nodes
+    # would not fit the node ids either)
+    sl["seq"] = cumcount(sl["owner"]).astype(np.int32)
     sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
     sl["grain"][sl["shared"] >= 0] = -1
     return sl
