@@ -42,14 +42,19 @@ def make_edges(orows, owners, slots, nodes) -> Edges:
         parts.append((np.asarray(src, idt), np.asarray(dst, idt),
                       np.full(len(src), kind, np.int8)))
 
+    # the waiters first: their task-sized scratch (a dozen columns) is gone
+    # before the edge columns are made (the build's peak at 10^7 grains)
+    ctx_waiter = _region_end_joins(orows, owners, slots, nodes)
+    task_waiter = waiters(orows, owners, slots, node, ctx_waiter)
+
     same = owner[1:] == owner[:-1]
     add(node[:-1][same], node[1:][same], CONTINUATION)
+    del same
     fk = np.flatnonzero((slots.type == FORK) & (slots.child >= 0))
     tgt = first[slots.child[fk]]
     add(node[fk][tgt >= 0], tgt[tgt >= 0], CREATION)
+    del fk, tgt
 
-    ctx_waiter = _region_end_joins(orows, owners, slots, nodes)
-    task_waiter = waiters(orows, owners, slots, node, ctx_waiter)
     ok = (last[:T] >= 0) & (task_waiter >= 0)
     add(last[:T][ok], task_waiter[ok], SYNCHRONIZATION)
     imp = np.flatnonzero(owners.is_implicit)
