@@ -70,7 +70,11 @@ def find_owners(trace) -> Owners:
     cx_rows = cx_rows[lexsort((create_ns[cx_rows], code[cx_rows] != categories.index("initial")))]
     ex = frame({c: tasks[c].to_numpy()[ex_rows] for c in
                 ("id", "parent", "flags", "codeptr", "child_index")})
-    ex["node"] = ex_rows      # identity: task row = node of the identity forest
+    # kept to the build's end: positions narrow while they fit (a sibling's
+    # rank and a task row are below the tasks' count)
+    small = id_dtype(len(tasks) + 1)
+    ex["child_index"] = ex["child_index"].to_numpy().astype(small, copy=False)
+    ex["node"] = ex_rows.astype(small)   # identity: task row = node of the identity forest
     ctx = frame({c: tasks[c].to_numpy()[cx_rows] for c in
                  ("id", "parent", "region", "team_index", "team_size", "thread")})
     ctx["node"] = cx_rows
