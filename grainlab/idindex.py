@@ -54,20 +54,22 @@ class IdIndex:
         order = argsort(ids)
         self._sorted, self._order = ids[order], order
 
-    def get(self, values) -> np.ndarray:
+    def get(self, values, dtype=np.int64) -> np.ndarray:
+        """dtype: of the positions returned (int32 halves a row-sized
+        answer; the caller knows its positions fit)."""
         values = np.asarray(values, dtype=np.uint64)
         if self.n == 0:
-            return np.full(len(values), -1, dtype=np.int64)
+            return np.full(len(values), -1, dtype=dtype)
         if self._table is not None:
             # in blocks: the temporaries stay a few MB however many values
-            out = np.empty(len(values), dtype=np.int64)
+            out = np.empty(len(values), dtype=dtype)
             for at in range(0, len(values), _BLOCK):
                 out[at:at + _BLOCK] = self._lookup(values[at:at + _BLOCK])
             return out
         pos = np.searchsorted(self._sorted, values, side="right") - 1
         pos[pos < 0] = 0
         hit = self._sorted[pos] == values
-        return np.where(hit, self._order[pos], -1)
+        return np.where(hit, self._order[pos], -1).astype(dtype, copy=False)
 
     def _lookup(self, values) -> np.ndarray:
         hi = np.minimum(values >> _SHIFT, np.uint64(len(self._limit) - 1)).astype(np.intp)

@@ -152,6 +152,23 @@ def test_compiled_longest_path_equals_dijkstra(build, monkeypatch, seed, n, max_
     assert s1 == nx.dag_longest_path_length(h)
 
 
+@pytest.mark.parametrize("seed,n,max_preds,zero_share", [
+    (0, 1, 0, 0.0), (3, 200, 3, 0.5), (4, 2000, 2, 0.2), (5, 5000, 6, 0.0)])
+def test_int32_edge_ends_give_the_int64_result(build, monkeypatch, seed, n, max_preds,
+                                               zero_share):
+    """The kernel's 32-bit entry (the graph's int32 ids) against its 64-bit
+    one and against Dijkstra on the same int32 ends."""
+    from grainlab.graph import critical_path as cp
+    assert cp._native_kernel(32) is not None
+    a = _random_dag(np.random.default_rng(seed), n, max_preds, zero_share)
+    narrow = dict(a, src=a["src"].astype(np.int32), dst=a["dst"].astype(np.int32))
+    assert cp._edge_ends(narrow["src"], narrow["dst"])[2] is cp._native_kernel(32)
+    wide = longest_path(**a)
+    for got in _both(monkeypatch, **narrow):
+        for x, y in zip(got, wide):
+            np.testing.assert_array_equal(x, y)
+
+
 def test_compiled_longest_path_equals_dijkstra_on_a_real_graph(monkeypatch, record):
     g = build(record("fib", 14, 3, threads=2))
     arrays = dict(node_arrays(g.nodes), src=g.edges["src"].to_numpy(),
@@ -173,6 +190,9 @@ def test_compiled_longest_path_refuses_a_node_out_of_range(build):
         with pytest.raises(GrainlabError, match="does not exist"):
             cp._native_longest(kernel, order, w, np.asarray(src, np.int64),
                                np.asarray(dst, np.int64))
+        with pytest.raises(GrainlabError, match="does not exist"):
+            cp._native_longest(cp._native_kernel(32), order, w, np.asarray(src, np.int32),
+                               np.asarray(dst, np.int32))
     with pytest.raises(GrainlabError):
         cp._native_longest(kernel, np.asarray([0, 1, 5], np.int64), w,
                            np.asarray([0], np.int64), np.asarray([1], np.int64))

@@ -162,7 +162,19 @@ class Analysis:
             from ..metrics.preemption import weigh_cpu
             self.progress("weighing grains by CPU time")
             g = weigh_cpu(g, str(self.path))
+        self._release_events()
         return g
+
+    def _release_events(self) -> None:
+        """Once the graph is made (and the trace validated, the part
+        selected), nothing on the analysis's way reads the event table
+        again: the metrics read the graph and `trace.accesses`, the report
+        the trace's metadata. Released (Trace.release_events), it costs no
+        memory meanwhile (~270 bytes per grain, issue 31); a later reader
+        (a view, `trace.tasks()`) reads it from the file again. A trace the
+        caller gave keeps its events: it is the caller's."""
+        if self._given_trace is None and "_loaded" in self.__dict__:
+            self._loaded[0].release_events()
 
     @cached_property
     def selection(self) -> dict | None:

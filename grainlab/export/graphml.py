@@ -89,6 +89,18 @@ def graphml_type(dtype) -> str:
     return "string"
 
 
+# The graph's id columns are int32 in memory while the ids fit
+# (docs/graph-model.md "Ids"), int64 above: the file says "long" for them
+# either way, so its keys do not change with the graph's size.
+ID_COLUMNS = frozenset({"grain", "owner", "child", "parent", "join"})
+
+
+def column_type(name: str, dtype) -> str:
+    """GraphML attr.type of a graph column: `graphml_type`, ids always long."""
+    gtype = graphml_type(dtype)
+    return "long" if gtype == "int" and name in ID_COLUMNS else gtype
+
+
 def text_of(arr: pa.Array, gtype: str) -> pa.Array:
     """Values of one column as GraphML text (null where there is no value)."""
     if pa.types.is_dictionary(arr.type):
@@ -130,7 +142,7 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
     node_ids = nodes.index.to_numpy()
     owner = nodes["grain"].to_numpy(dtype=np.int64)
 
-    node_keys = [Key(f"n{i}", "node", name, graphml_type(nodes[name].dtype))
+    node_keys = [Key(f"n{i}", "node", name, column_type(name, nodes[name].dtype))
                  for i, name in enumerate(_node_columns(nodes))]
     owner_keys, identity_text, grain_text = _owner_blocks(
         g, {k.name for k in node_keys}, len(node_keys))
@@ -140,7 +152,7 @@ def write_graphml(g, path, reduced: bool = False) -> dict:
                        [list(NODE_STYLE).index(t) for t in SCALED_TYPES])
     grain_owner = np.where(executes, owner, -1)
     edge_names = [c for c in edges.columns if c not in ("src", "dst")]
-    edge_keys = [Key(f"e{i}", "edge", name, graphml_type(edges[name].dtype))
+    edge_keys = [Key(f"e{i}", "edge", name, column_type(name, edges[name].dtype))
                  for i, name in enumerate(edge_names)]
     graph_facts = _graph_facts(g, reduced)
     graph_keys = [Key(f"g{i}", "graph", name, graphml_type(pd.Series([v]).dtype))
@@ -218,7 +230,7 @@ def _owner_blocks(g, taken: set, first_index: int):
             shown = f"grain_{name}"
         shown_taken.add(shown)
         arr = T.arrow_column(grains[name])
-        columns.append((key(shown, graphml_type(grains[name].dtype)), arr))
+        columns.append((key(shown, column_type(name, grains[name].dtype)), arr))
     return keys, identity_text, _block(columns)
 
 

@@ -90,13 +90,14 @@ def build(trace, creation_quantile: float = 0.10, checkpoint=None,
 def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGraph:
     owners = find_owners(trace)
     check()
-    rows, row_owner, other_owner = load_rows(trace.events, owners.of, owners.clip, owners.untied)
+    rows, row_owner, other_owner = load_rows(trace.events, owners.of_rows, owners.clip,
+                                             owners.untied)
     orows = OwnedRows(rows, row_owner, other_owner, stride=len(rows) + 2)
     chunks = find_chunks(rows, row_owner, orows.stride)
     check()
     slots = open_slots(orows, owners, chunks, creation_quantile, lane, creation_cost)
     check()
-    ids = node_ids(slots, owners.E)
+    ids = node_ids(slots, owners.E, chunks.K)
     edges = lane.submit(make_edges, orows, owners, slots, ids) if lane else None
     credit = credit_segments(orows, slots)
     # per-row segment columns are no longer needed: free them before the

@@ -18,6 +18,19 @@ from ..sorting import argsort, lexsort  # noqa: F401  (re-exported for the build
 
 I64MAX = np.iinfo(np.int64).max
 
+# Node, grain and context ids are int32 while they fit (docs/graph-model.md
+# "Ids"): 4 bytes instead of 8 in every id column kept (g.nodes' grain,
+# owner and child, g.edges' src and dst, parent and join), some 100 bytes
+# per grain. A graph with more than ID32_LIMIT ids (2^31 - 1: ~5·10^8
+# grains at 4 nodes each) takes int64 throughout instead. Tests lower the
+# limit to build the same graph with int64 ids and compare.
+ID32_LIMIT = np.iinfo(np.int32).max
+
+
+def id_dtype(n: int) -> type:
+    """The dtype of ids 0..n-1 and -1 (int32 when they fit, else int64)."""
+    return np.int32 if n <= ID32_LIMIT else np.int64
+
 
 def pack(major, minor, stride: int) -> np.ndarray:
     """Packed keys major * stride + minor (minor < stride)."""

@@ -66,11 +66,9 @@ def longest_path(duration, start, end, is_join, released, src, dst):
     if n == 0:
         return np.empty(0, np.int64), 0, np.empty(0, np.int64), "empty"
     w = np.ascontiguousarray(duration, dtype=np.int64)
-    src = np.ascontiguousarray(src, dtype=np.int64)
-    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    src, dst, kernel = _edge_ends(src, dst)
     order, rank, how = topological_order(start, end, is_join, released, src, dst)
     del rank
-    kernel = _native_kernel()
     if kernel is not None:
         finish, pred = _native_longest(kernel, order, w, src, dst)
     else:
@@ -92,21 +90,36 @@ def span_in_order(order, w, src, dst) -> int:
     if len(w) == 0:
         return 0
     w = np.ascontiguousarray(w, dtype=np.int64)
-    src = np.ascontiguousarray(src, dtype=np.int64)
-    dst = np.ascontiguousarray(dst, dtype=np.int64)
-    kernel = _native_kernel()
+    src, dst, kernel = _edge_ends(src, dst)
     finish, _ = (_native_longest(kernel, order, w, src, dst) if kernel is not None
                  else _dijkstra_longest(order, w, src, dst))
     return int(finish.max())
 
 
-def _native_kernel():
-    """gl_dag_longest_path from the compiled kernels, or None (not built, or
-    GRAINLAB_NATIVE=0)."""
+def _native_kernel(bits: int = 64):
+    """gl_dag_longest_path (edge ends int64; bits=32: gl_dag_longest_path32,
+    int32 ends) from the compiled kernels, or None (not built, a build
+    without it, or GRAINLAB_NATIVE=0)."""
     import ctypes
     from .._paths import graph_kernel
     p = ctypes.c_void_p
-    return graph_kernel("gl_dag_longest_path", [ctypes.c_int64, ctypes.c_int64, p, p, p, p, p, p])
+    name = "gl_dag_longest_path32" if bits == 32 else "gl_dag_longest_path"
+    return graph_kernel(name, [ctypes.c_int64, ctypes.c_int64, p, p, p, p, p, p])
+
+
+def _edge_ends(src, dst):
+    """(src, dst, compiled kernel or None) as the longest path takes them:
+    int32 ends (the graph's ids while they fit, docs/graph-model.md "Ids")
+    as they are, for the kernel's 32-bit entry (two int64 copies of the
+    edge columns fewer: 16 bytes an edge); other ends, or a build without
+    that entry, as int64. The Dijkstra twin (no kernel) takes either."""
+    src, dst = np.asarray(src), np.asarray(dst)
+    if src.dtype == np.int32 and dst.dtype == np.int32:
+        kernel = _native_kernel(32)
+        if kernel is not None or _native_kernel() is None:
+            return np.ascontiguousarray(src), np.ascontiguousarray(dst), kernel
+    return (np.ascontiguousarray(src, dtype=np.int64), np.ascontiguousarray(dst, dtype=np.int64),
+            _native_kernel())
 
 
 def _native_longest(kernel, order, w, src, dst):

@@ -35,20 +35,26 @@ def make_edges(orows, owners, slots, nodes) -> Edges:
     """nodes: the slots' node ids (nodes.NodeIds, or the Nodes themselves)."""
     T, node, owner = owners.T, nodes.slot_node, slots.owner
     first, last = nodes.first_node, nodes.last_node
+    idt = node.dtype                    # the graph's id dtype (nodes.node_ids)
     parts = []
 
     def add(src, dst, kind):
-        parts.append((np.asarray(src, np.int64), np.asarray(dst, np.int64),
+        parts.append((np.asarray(src, idt), np.asarray(dst, idt),
                       np.full(len(src), kind, np.int8)))
+
+    # the waiters first: their task-sized scratch (a dozen columns) is gone
+    # before the edge columns are made (the build's peak at 10^7 grains)
+    ctx_waiter = _region_end_joins(orows, owners, slots, nodes)
+    task_waiter = waiters(orows, owners, slots, node, ctx_waiter)
 
     same = owner[1:] == owner[:-1]
     add(node[:-1][same], node[1:][same], CONTINUATION)
+    del same
     fk = np.flatnonzero((slots.type == FORK) & (slots.child >= 0))
     tgt = first[slots.child[fk]]
     add(node[fk][tgt >= 0], tgt[tgt >= 0], CREATION)
+    del fk, tgt
 
-    ctx_waiter = _region_end_joins(orows, owners, slots, nodes)
-    task_waiter = waiters(orows, owners, slots, node, ctx_waiter)
     ok = (last[:T] >= 0) & (task_waiter >= 0)
     add(last[:T][ok], task_waiter[ok], SYNCHRONIZATION)
     imp = np.flatnonzero(owners.is_implicit)
@@ -71,7 +77,8 @@ def make_edges(orows, owners, slots, nodes) -> Edges:
     # one column at a time, each part's piece freed once joined
     src, dst, kind = (_join_column(parts, k) for k in range(3))
     if len(dsrc):   # only dependence edges can repeat an existing edge
-        keep = ~pd.Series(src * nodes.N + dst).duplicated(keep="first").to_numpy()
+        # the key in int64: a product of two int32 ids overflows int32
+        keep = ~pd.Series(src.astype(np.int64) * nodes.N + dst).duplicated(keep="first").to_numpy()
         src, dst, kind = src[keep], dst[keep], kind[keep]
     return Edges(src=src, dst=dst, type=kind, task_waiter=task_waiter, ctx_waiter=ctx_waiter)
 
@@ -95,7 +102,7 @@ def _region_end_joins(orows, owners, slots, nodes) -> np.ndarray:
         at[hit] = join_node[i[hit]]
     by_region = lookup(at, orows.rows.take("other", pe))
     imp = np.flatnonzero(owners.is_implicit)
-    out = np.full(owners.E, -1, np.int64)
+    out = np.full(owners.E, -1, nodes.slot_node.dtype)
     out[imp] = reindexed(by_region, owners.ctx["region"].to_numpy(np.uint64)[imp - owners.T])
     return out
 
@@ -114,7 +121,7 @@ def waiters(orows, owners, slots, node, ctx_waiter) -> np.ndarray:
     T = owners.T
     owner, seq, jk = slots.owner, slots.seq, slots.jkind
     if T == 0:
-        return np.full(0, -1, np.int64)
+        return np.full(0, -1, node.dtype)
     W = int(seq.max()) + 2                       # stride of (owner, seq) keys
     fk = np.flatnonzero((slots.type == FORK) & (slots.child >= 0) & (slots.child < T))
     parent = np.full(T, -1, np.int64)
@@ -165,7 +172,7 @@ def waiters(orows, owners, slots, node, ctx_waiter) -> np.ndarray:
     res[m] = B[m]
     pe = np.flatnonzero(isj & (jk == PROGRAM_END))
     fallback = node[pe[0]] if len(pe) else -1
-    return np.where(res >= 0, node[np.maximum(res, 0)], fallback)
+    return np.where(res >= 0, node[np.maximum(res, 0)], fallback).astype(node.dtype, copy=False)
 
 
 def taskgroup_of_tasks(orows, owners, slots) -> np.ndarray:

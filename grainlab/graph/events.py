@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..sorting import argsort, lexsort
-from .columns import isin_small
+from .columns import id_dtype, isin_small
 
 from .. import schema as S
 
@@ -75,7 +75,8 @@ def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
     th = thread[order]
     if np.any((th[1:] == th[:-1]) & (t[1:] < t[:-1])):
         order = lexsort((time, thread))
-    return order
+    # kept to the build's end (Rows.order): 4 bytes a row while rows fit int32
+    return order.astype(id_dtype(len(order)), copy=False)
 
 
 def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,

@@ -9,8 +9,8 @@ import pandas as pd
 from .. import schema as S
 from ..idindex import IdIndex
 from ..sorting import argsort
-from .columns import (I64MAX, cumcount, frame, isin_small, last_at_or_before, lexsort,
-                      lookup, pack, reindexed)
+from .columns import (I64MAX, cumcount, frame, id_dtype, isin_small, last_at_or_before,
+                      lexsort, lookup, pack, reindexed)
 
 LOOP_WORK = (S.WORK_LOOP, S.WORK_SECTIONS, S.WORK_LOOP_STATIC, S.WORK_LOOP_DYNAMIC,
              S.WORK_LOOP_GUIDED, S.WORK_LOOP_OTHER)
@@ -49,6 +49,12 @@ class Owners:
         """Owner of task ids (-1 for 0 / unknown), by direct table look-up."""
         return self.ids.get(ids)
 
+    def of_rows(self, ids) -> np.ndarray:
+        """`of` in the graph's id dtype (columns.id_dtype): the owners of
+        every row's task and other, two row-sized columns the build keeps
+        to its end, at 4 bytes a row instead of 8 while the ids fit."""
+        return self.ids.get(ids, id_dtype(self.E))
+
 
 def find_owners(trace) -> Owners:
     tasks, regions, names = trace.task_tables(lean=True)
@@ -64,7 +70,11 @@ def find_owners(trace) -> Owners:
     cx_rows = cx_rows[lexsort((create_ns[cx_rows], code[cx_rows] != categories.index("initial")))]
     ex = frame({c: tasks[c].to_numpy()[ex_rows] for c in
                 ("id", "parent", "flags", "codeptr", "child_index")})
-    ex["node"] = ex_rows      # identity: task row = node of the identity forest
+    # kept to the build's end: positions narrow while they fit (a sibling's
+    # rank and a task row are below the tasks' count)
+    small = id_dtype(len(tasks) + 1)
+    ex["child_index"] = ex["child_index"].to_numpy().astype(small, copy=False)
+    ex["node"] = ex_rows.astype(small)   # identity: task row = node of the identity forest
     ctx = frame({c: tasks[c].to_numpy()[cx_rows] for c in
                  ("id", "parent", "region", "team_index", "team_size", "thread")})
     ctx["node"] = cx_rows

@@ -132,8 +132,11 @@ def _subgraph(g: GrainGraph, keep: np.ndarray, clip, bridge: bool) -> GrainGraph
     ent_map[G + kept_c] = G2 + np.arange(len(kept_c))
 
     def remap(values, table):
-        v = np.asarray(values, dtype=np.int64)
-        return table[np.where((v >= 0) & (v < len(table) - 1), v, len(table) - 1)]
+        """New ids of `values`, in their own dtype (the graph's id dtype:
+        a subgraph's ids are no larger than the graph's)."""
+        v = np.asarray(values)
+        at = np.where((v >= 0) & (v < len(table) - 1), v, len(table) - 1)
+        return table[at].astype(v.dtype, copy=False)
 
     for col in ("grain", "owner", "child"):
         nodes[col] = remap(nodes[col].to_numpy(), ent_map)
@@ -183,7 +186,8 @@ def _bridges(nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
     have = pd.Index(edges["src"].to_numpy(np.int64) * n + edges["dst"].to_numpy(np.int64))
     a, b = a[gap], b[gap]
     new = have.get_indexer(a * n + b) < 0
-    add = pd.DataFrame({"src": a[new], "dst": b[new],
+    idt = edges["src"].dtype            # the graph's id dtype (a concat keeps it)
+    add = pd.DataFrame({"src": a[new].astype(idt), "dst": b[new].astype(idt),
                         "type": pd.Categorical(["continuation"] * int(new.sum()),
                                                categories=edges["type"].cat.categories),
                         "on_critical_path": np.zeros(int(new.sum()), dtype=bool)})

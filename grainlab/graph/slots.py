@@ -16,8 +16,8 @@ import pandas as pd
 
 from .. import schema as S
 from ..errors import GrainlabError
-from .columns import (cumcount, first_after, first_per_key, group_starts, isin_small, lexsort,
-                      last_at_or_before, pack, sorted_keys)
+from .columns import (cumcount, first_after, first_per_key, group_starts, id_dtype, isin_small,
+                      lexsort, last_at_or_before, pack, sorted_keys)
 from .events import counter_deltas
 from .model import NODE_TYPES, JOIN_KINDS
 from .owners import LOOP_WORK
@@ -82,13 +82,15 @@ class Slots:
 class _SlotParts:
     """Columns of slots, added by kind, concatenated once. A field one kind
     gives one value for all its slots is kept as that value and written
-    straight into the joined column (no slot-sized array per kind)."""
-    DTYPES = dict(owner=np.int64, row=np.int64, sub=np.int32, type=np.int8, recv=bool,
-                  child=np.int64, jkind=np.int8, grain=np.int64, shared=np.int64,
-                  start=np.int64)
+    straight into the joined column (no slot-sized array per kind).
+    idt: the dtype of owner and grain ids (columns.id_dtype), which the
+    owner, child, grain and shared columns take, and `row` (row keys are
+    below the rows' count + 2, barrier instances below the rows' count)."""
     DEFAULTS = dict(sub=0, recv=True, child=-1, jkind=-1, grain=-2, shared=-1)
 
-    def __init__(self):
+    def __init__(self, idt=np.int64):
+        self.DTYPES = dict(owner=idt, row=idt, sub=np.int32, type=np.int8, recv=bool,
+                           child=idt, jkind=np.int8, grain=idt, shared=idt, start=np.int64)
         self.parts = {f: [] for f in self.DTYPES}
 
     def add(self, n, **cols):
@@ -117,7 +119,10 @@ class _SlotParts:
 def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float,
                lane=None, creation_cost=None) -> Slots:
     """lane: an executor to make the explicit tasks' slots on meanwhile."""
-    parts, task_parts = _SlotParts(), _SlotParts()
+    # owner and grain ids (explicit tasks, contexts, chunks) are below E + K,
+    # row keys (grank) and barrier instances below the rows' count + 2
+    idt = id_dtype(max(owners.E + chunks.K, len(orows.rows) + 2))
+    parts, task_parts = _SlotParts(idt), _SlotParts(idt)
     forks = lane.submit(_task_slots, task_parts, orows, owners, creation_quantile,
                         creation_cost) \
         if lane else _task_slots(task_parts, orows, owners, creation_quantile, creation_cost)
@@ -331,7 +336,9 @@ def _chain_order(sl: dict, stride: int) -> dict:
         sl[f] = out
         spare[a.dtype.str] = a
     del spare
-    sl["seq"] = cumcount(sl["owner"])
+    # int32, the type of g.nodes' owner_seq it becomes (a chain of 2^31 nodes
+    # would not fit the node ids either)
+    sl["seq"] = cumcount(sl["owner"]).astype(np.int32)
     sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
     sl["grain"][sl["shared"] >= 0] = -1
     return sl

@@ -55,7 +55,8 @@ class SlotFacts(NamedTuple):
 
 def slot_facts(orows, owners, chunks, slots, nodes, edges) -> SlotFacts:
     K, E = chunks.K, owners.E
-    waiter = np.concatenate([edges.task_waiter, _chunk_waiters(slots, nodes, edges, K, E)])
+    waiter = np.concatenate([edges.task_waiter, _chunk_waiters(slots, nodes, edges, K, E)]) \
+        .astype(nodes.slot_node.dtype, copy=False)
     return SlotFacts(waiter=waiter, loop=_loop_columns(orows, owners, chunks, slots, nodes),
                      estimate=slots.forks.estimate)
 
@@ -137,7 +138,7 @@ def _chunk_waiters(slots, nodes, edges, K, E) -> np.ndarray:
     cs = np.flatnonzero(slots.type == CHUNK)
     cj = first_after(jkey, jnode, slots.owner[cs], slots.seq[cs], W)
     cj = np.where(cj >= 0, cj, edges.ctx_waiter[slots.owner[cs]])
-    out = np.full(K, -1, np.int64)
+    out = np.full(K, -1, nodes.slot_node.dtype)
     out[slots.grain[cs] - E] = cj
     return out
 
@@ -178,7 +179,7 @@ def _grain_table(owners, chunks, nodes, public, per_grain, waiter, n_waited, loo
     c, ex = nodes.columns, owners.explicit
     gsel = np.concatenate([np.arange(T), E + np.arange(K)])   # public grain order
     tparent = owners.of(ex["parent"].to_numpy(np.uint64))
-    parent = np.concatenate([public(tparent), public(chunks.owner)])
+    parent = np.concatenate([public(tparent), public(chunks.owner)]).astype(c["grain"].dtype)
     depth = np.ones(G, np.int32)
     depth[:T] = list_rank(np.where((tparent >= 0) & (tparent < T), tparent, -1)) + 1
     flags = np.zeros(G, np.uint32)
@@ -266,7 +267,7 @@ def _context_table(owners, edges, public, per_grain, G) -> pd.DataFrame:
     ctx, T = owners.ctx, owners.T
     csel = np.arange(T, owners.E)
     is_init = owners.is_initial[T:]
-    parent = public(owners.of(ctx["parent"].to_numpy(np.uint64)))
+    parent = public(owners.of(ctx["parent"].to_numpy(np.uint64))).astype(edges.ctx_waiter.dtype)
     parent[is_init] = -1
     region = owners.region_identity.reindex(ctx["region"].to_numpy(np.uint64)).to_numpy(dtype=object)
     region = np.where(is_init | pd.isna(region), "", region).astype(object)

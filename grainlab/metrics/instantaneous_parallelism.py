@@ -53,7 +53,9 @@ def placed_fragments(g, es=None):
         start = g.nodes["earliest_finish"].to_numpy(np.int64)[m] - dur
     else:
         start = (earliest_start(g) if es is None else es)[m]
-    grain = g.nodes["grain"].to_numpy(np.int64)[m]
+    # the fragments' grain ids, then int64: not an int64 copy of the whole
+    # int32 column first (docs/graph-model.md "Ids")
+    grain = g.nodes["grain"].to_numpy()[m].astype(np.int64)
     order = _grain_order(grain, start)
     if order is None:
         return grain, start, start + dur

@@ -85,8 +85,10 @@ def per_thread(g) -> pd.DataFrame:
     is_join = is_one_of(types, "join")
     # joins: charge each resuming thread (continuation successor) the join's duration
     e = g.edges
-    src = e["src"].to_numpy(np.int64)
-    dst = e["dst"].to_numpy(np.int64)
+    # node ids, only indexed with: read in their own dtype (int32 while they
+    # fit, docs/graph-model.md "Ids"), not copied edge by edge into int64
+    src = e["src"].to_numpy()
+    dst = e["dst"].to_numpy()
     cont = is_one_of(e["type"], "continuation") & is_join[src]
     sync = total_by_thread(np.ones(cont.sum(), bool), thread[dst[cont]], cpu[src[cont]])
     busy = work + create + schedule + sync

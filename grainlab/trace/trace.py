@@ -51,19 +51,49 @@ def load_checking(path):
 
 def _read_trace(path) -> "Trace":
     path = Path(path)
-    parquet, meta = open_trace(path)
+    parquet, meta = open_trace(path)    # waits for a spool, converts one; checks the file
+    stamp = _file_stamp(path)
     from ..process_memory import fit_to_trace
     fit_to_trace(parquet.metadata.num_rows)
+    events, sizes, accesses, folded = _event_tables(path, parquet, meta)
+    if folded:
+        meta["dependence_waits"] = folded
+    return Trace(path, meta, events, sizes, accesses=accesses,
+                 reread=lambda: _reread_events(path, stamp))
+
+
+def _event_tables(path: Path, parquet, meta: dict):
+    """(events, row group sizes, accesses, dependence waits folded): the
+    event table as load() makes it."""
     events, sizes = read_events(parquet, path, meta)
     from .dependence_waits import fold_dependence_waits
     events, folded = fold_dependence_waits(events)
     if folded:
-        meta["dependence_waits"] = folded
         sizes = np.bincount(events["row_group"].to_numpy(),
                             minlength=len(sizes)).astype(np.int64)
     from .accesses import split_accesses
     events, sizes, accesses = split_accesses(events, sizes)
-    return Trace(path, meta, events, sizes, accesses=accesses)
+    return events, sizes, accesses, folded
+
+
+def _file_stamp(path: Path):
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _reread_events(path: Path, stamp) -> pd.DataFrame:
+    """The event table of a trace whose events were released
+    (Trace.release_events), read again from its file: the same rows, unless
+    the file changed since it was loaded (then a TraceError, never other rows)."""
+    try:
+        same = _file_stamp(path) == stamp
+    except OSError:
+        same = False
+    if not same:
+        raise TraceError(f"{path}: the trace changed or is gone since it was loaded: "
+                         "load it again")
+    parquet, meta = open_trace(path)
+    return _event_tables(path, parquet, meta)[0]
 
 
 class Trace:
@@ -82,10 +112,14 @@ class Trace:
     """
 
     def __init__(self, path: Path, meta: dict, events: pd.DataFrame,
-                 row_group_sizes: np.ndarray, *, accesses: pd.DataFrame | None = None):
+                 row_group_sizes: np.ndarray, *, accesses: pd.DataFrame | None = None,
+                 reread=None):
+        """reread: callable() -> the same event table, for a trace read whole
+        from its file (load()): its events can then be released."""
         self.path = path
         self.meta = meta
-        self.events = events
+        self._events = events
+        self._reread = reread
         if accesses is None:
             from .accesses import empty_accesses
             accesses = empty_accesses()
@@ -94,8 +128,35 @@ class Trace:
         self.complete, self.problems = run_state(meta)
 
     def __repr__(self):
+        if self._events is None:        # released: a repr reads no file
+            return f"<grainlab.Trace {self.path} events=released complete={self.complete}>"
         return (f"<grainlab.Trace {self.path} events={len(self.events)} "
                 f"threads={self.threads} complete={self.complete}>")
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The event table (see the class doc); read again from the file
+        when it was released."""
+        if self._events is None:
+            self._events = self._reread()
+        return self._events
+
+    @events.setter
+    def events(self, value: pd.DataFrame) -> None:
+        self._events = value
+
+    def release_events(self) -> bool:
+        """Let go of the event table (~70 bytes per event: a quarter of an
+        analysis's memory at 10^7 grains, issue 31) until something reads
+        `events` again, which then reads it from the file anew (the same
+        rows). For a caller done with the events: the analysis, once its
+        graph is built and the trace validated. The derived tables already
+        made (tasks(), chunks()...) stay. False, and nothing released, for a
+        trace that cannot be read again (made in memory, or a part of a file)."""
+        if self._reread is None:
+            return False
+        self._events = None
+        return True
 
     # -- simple facts -----------------------------------------------------
     @property
