@@ -70,14 +70,15 @@ def grain_spans(grain, start, end):
     return grain[first], start[first], np.maximum.reduceat(end, first)
 
 
-def interval_candidates(g, grain, start, end) -> dict:
-    """The three interval lengths of the thesis, in ns (0 when undefined)."""
+def interval_candidates(g, grain, start, end, spans=None) -> dict:
+    """The three interval lengths of the thesis, in ns (0 when undefined).
+    spans: grain_spans(grain, start, end) when the caller has them."""
     work = g.grains["work"].to_numpy(np.int64)
     pos = work[work > 0]
     out = {"median": int(np.median(pos)) if len(pos) else 0,
            "min": int(pos.min()) if len(pos) else 0}
     # grain-level placed start/end, then the nearest OTHER grain's end to every start
-    ids, gs, ge = grain_spans(grain, start, end)
+    ids, gs, ge = grain_spans(grain, start, end) if spans is None else spans
     gap = 0
     if len(gs) > 1:
         # starts in order: each search begins where the last one ended (the
@@ -107,21 +108,68 @@ def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -
     n = len(gr)
     grain, start, end = placed_fragments(g, es)
     origin = int(start.min()) if len(start) else 0
-    length, k, info = _choose_length(g, grain, start - origin, end - origin, interval,
-                                     max_intervals)
-    opt_counts, cons_counts, lo, hi, owner = _counts(grain, start - origin, end - origin,
-                                                     length, k)
+    # from the first placed start on; the arrays are this call's own (no copies)
+    start -= origin
+    end -= origin
+    spans = grain_spans(grain, start, end)
+    length, k, info = _choose_length(g, grain, start, end, interval, max_intervals, spans)
+    opt_counts, cons_counts, gr_opt, gr_cons = parallelism(grain, start, end, length, k, n)
+    del grain, start, end
     info["origin_ns"] = origin
     placed = np.full(n, -1, np.int64)
-    ids, first, _ = grain_spans(grain, start, end)
-    placed[ids] = first
+    ids, first, _ = spans
+    placed[ids] = first + origin
     gr[COLUMN_START] = placed
-    gr[COLUMN] = _grain_min(opt_counts, lo, hi, owner, n)
-    gr[COLUMN_CONSERVATIVE] = _grain_min(cons_counts, lo, hi, owner, n)
+    gr[COLUMN] = gr_opt
+    gr[COLUMN_CONSERVATIVE] = gr_cons
     info["ideal_mean"] = float(opt_counts.mean())
     info["ideal_min"] = int(opt_counts.min())
     g.ideal_profile = _profile(origin, length, opt_counts, cons_counts)
     return info
+
+
+def parallelism(grain, start, end, length, k, n, native=None):
+    """(optimistic counts[k], conservative counts[k], per grain the minimum
+    of each over the intervals its fragments overlap (NaN: no fragment)) of
+    fragments in grain runs (placed_fragments, start relative to the first).
+    The compiled kernel (grainlab/native/parallelism.c) when built: no
+    fragment-sized temporaries; else, or when the fragments are not in runs,
+    its numpy twin `_parallelism_numpy`; `native` forces one (tests)."""
+    kernel = _parallelism_kernel() if native is not False and len(grain) else None
+    if native and kernel is None and len(grain):
+        raise RuntimeError("the compiled parallelism kernel is not built")
+    if kernel is not None:
+        c64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+        grain, start, end = c64(grain), c64(start), c64(end)
+        opt, cons = np.empty(k, np.int64), np.empty(k, np.int64)
+        diff = np.empty(k + 1, np.int64)
+        g_opt, g_cons = np.full(n, np.nan), np.full(n, np.nan)
+        rc = kernel(len(grain), grain.ctypes.data, start.ctypes.data, end.ctypes.data,
+                    int(length), int(k), int(n), opt.ctypes.data, cons.ctypes.data,
+                    diff.ctypes.data, g_opt.ctypes.data, g_cons.ctypes.data)
+        if rc == 0:
+            return opt, cons, g_opt, g_cons
+        if rc in (-1, -2):
+            from ..errors import GrainlabError
+            raise GrainlabError("instantaneous parallelism: " + (
+                "out of memory" if rc == -1 else "a grain id out of range "
+                "(a grainlab bug: please report it with the trace)"))
+        # -3: not in grain runs; the twin orders them
+    return _parallelism_numpy(grain, start, end, length, k, n)
+
+
+def _parallelism_numpy(grain, start, end, length, k, n):
+    """The kernel's twin: counts by difference arrays, minima by a sparse table."""
+    opt, cons, lo, hi, owner = _counts(grain, start, end, length, k)
+    return opt, cons, _grain_min(opt, lo, hi, owner, n), _grain_min(cons, lo, hi, owner, n)
+
+
+def _parallelism_kernel():
+    """gl_parallelism through ctypes, or None (not built, GRAINLAB_NATIVE=0)."""
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_parallelism", [i, p, p, p, i, i, i, p, p, p, p, p])
 
 
 def kept_profile(g) -> pd.DataFrame | None:
@@ -144,8 +192,8 @@ def ideal_profile(g, interval="median", max_intervals: int = MAX_INTERVALS) -> p
     return _profile(origin, length, opt, cons)
 
 
-def _choose_length(g, grain, start, end, interval, max_intervals):
-    candidates = interval_candidates(g, grain, start, end)
+def _choose_length(g, grain, start, end, interval, max_intervals, spans=None):
+    candidates = interval_candidates(g, grain, start, end, spans)
     if isinstance(interval, str):
         if interval not in candidates:
             raise ValueError(f"interval must be one of {CHOICES} or a number of ns")
