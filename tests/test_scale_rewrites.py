@@ -41,6 +41,31 @@ def test_union_by_group_equals_its_reference(seed):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_union_by_group_packed_and_wide_keys(seed):
+    """The packed merge (group, start and row in one int64) against the
+    reference, int32 groups, and keys too wide to pack (the lexsort path)."""
+    from grainlab.metrics.intervals import _union_packed, union_by_group
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(1, 3000))
+    group = rng.integers(-3, int(rng.integers(-2, 70)), n).astype(np.int32)
+    base = int(rng.integers(0, 1 << 40))
+    start = base + rng.integers(0, 50_000, n).astype(np.int64)
+    end = start + rng.integers(-5, 900, n)
+    got = union_by_group(group, start, end)
+    keep = end > start
+    if keep.any():
+        assert _union_packed(group[keep], start[keep], end[keep]) is not None
+    for a, b in zip(got, _union_by_group_reference(group, start, end)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    far = np.where(np.arange(n) % 2 == 1, 1 << 61, 0)  # a 61-bit time range + row bits > 63
+    if n > 1:
+        assert _union_packed(group, start + far, end + far) is None
+    for a, b in zip(union_by_group(group, start + far, end + far),
+                    _union_by_group_reference(group, start + far, end + far)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def _load_balance_reference(gr) -> np.ndarray:
     """load_balance as it was computed before chains were numbered apart
     (one np.unique over every grain's chain key)."""

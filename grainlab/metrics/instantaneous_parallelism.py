@@ -221,10 +221,10 @@ def running_intervals(g):
     inline on the same thread (undeferred or included children, tasks executed
     at a taskwait or barrier): the union counts that time once, so a thread
     runs at most one grain at any instant. Returns (thread, start, end)."""
-    m = grain_exec_mask(g)
-    return union_by_group(g.nodes["thread"].to_numpy(np.int64)[m],
-                          g.nodes["start"].to_numpy(np.int64)[m],
-                          g.nodes["end"].to_numpy(np.int64)[m])
+    thread = g.nodes["thread"].to_numpy()
+    gt, s, e = union_by_group(thread, g.nodes["start"].to_numpy(np.int64),
+                              g.nodes["end"].to_numpy(np.int64), mask=grain_exec_mask(g))
+    return gt.astype(np.int64, copy=False), s, e
 
 
 def achieved_profile(g) -> pd.DataFrame:

@@ -7,13 +7,21 @@ import numpy as np
 from ..sorting import lexsort
 
 
-def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray):
-    """Merge overlapping [start, end) intervals within each group.
+def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, mask=None):
+    """Merge overlapping [start, end) intervals within each group (only the
+    rows `mask` selects, when given: one gather instead of two).
     Returns (group, start, end) of disjoint intervals, sorted by group, start."""
     keep = end > start
-    group, start, end = group[keep], start[keep], end[keep]
+    if mask is not None:
+        keep &= mask
+    if not keep.all():
+        group, start, end = group[keep], start[keep], end[keep]
+    del keep
     if len(start) == 0:
         return group, start, end
+    out = _union_packed(group, start, end)
+    if out is not None:
+        return out
     o = lexsort((start, group))
     group, start, end = group[o], start[o], end[o]
     # running maximum of end within each group: offset groups so that one
@@ -38,6 +46,56 @@ def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray):
     last = np.r_[first[1:] - 1, len(start) - 1]
     return group[first], start[first], run_end[last]
 
+
+
+def _union_packed(group, start, end):
+    """union_by_group's merge when (group rank, start, row) fit one int64,
+    as they do up to ~10^8 intervals (None otherwise): the key
+    (group - min) << B | (start - min), B the bits of the time range, is the
+    start on a timeline where each group has its own 2^B-long stretch, so one
+    np.sort of key << row bits | row orders the rows (stable: ties by row),
+    and one running maximum of the ends shifted onto that timeline never
+    crosses a group. About 4 interval-sized arrays live at a time instead of
+    ~12 (lexsort's digits, three gathers, the shifts), which at 10^7 grains'
+    nodes is 1-2 GB less at the metrics' peak."""
+    n = len(start)
+    g0, t0 = int(group.min()), int(start.min())
+    t_bits = (int(max(end.max(), start.max())) - t0).bit_length()
+    g_bits = (int(group.max()) - g0).bit_length()
+    i_bits = (n - 1).bit_length()
+    if g_bits + t_bits + i_bits > 63:
+        return None
+    key = group.astype(np.int64)
+    key -= g0
+    key <<= t_bits
+    key += start
+    key -= t0
+    key <<= i_bits
+    key |= np.arange(n, dtype=np.int64)
+    key.sort()
+    row = key & ((1 << i_bits) - 1)
+    key >>= i_bits                        # the sorted timeline starts
+    run_end = end[row]                    # the ends, in that order
+    del row
+    run_end -= t0
+    run_end += key                        # ... onto the timeline: + group << B + start - t0,
+    run_end -= key & ((1 << t_bits) - 1)  # less start - t0
+    np.maximum.accumulate(run_end, out=run_end)
+    new = np.empty(n, bool)
+    new[0] = True
+    np.greater(key[1:], run_end[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    del new
+    last = np.empty_like(first)
+    last[:-1] = first[1:] - 1
+    last[-1] = n - 1
+    mask = (1 << t_bits) - 1
+    k = key[first]
+    out_group = ((k >> t_bits) + g0).astype(group.dtype, copy=False)
+    out_start = (k & mask) + t0
+    out_end = (run_end[last] & mask) + t0
+    return out_group, out_start.astype(start.dtype, copy=False), \
+        out_end.astype(end.dtype, copy=False)
 
 def covered(ustart: np.ndarray, uend: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """For each [a, b): how much of it the disjoint sorted intervals
