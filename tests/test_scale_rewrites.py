@@ -252,3 +252,14 @@ def test_scatter_equals_its_reference_on_random_grains(seed):
     for groups in (None, SiblingGroups(gr).plain):
         assert scatter.compute(G, groups) == name
         assert G.grains[scatter.COLUMN].to_numpy().tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_distinct_non_negative_is_the_unique_count(seed):
+    from grainlab.metrics.contract import distinct_non_negative
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 500))
+    for dtype in (np.int32, np.int64):
+        x = rng.integers(-2, int(rng.choice([1, 3, 70, 1 << 30])), n).astype(dtype)
+        assert distinct_non_negative(x) == len(np.unique(x[x >= 0]))
+    assert distinct_non_negative(np.zeros(0)) == 0          # a float column, empty
