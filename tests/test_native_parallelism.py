@@ -134,3 +134,16 @@ def test_metric_columns_native_and_numpy_equal(build, monkeypatch, name):
     _paths._KERNELS.clear()
     assert out[0][0] == out[1][0]
     assert out[0][1].equals(out[1][1])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_gap_kernel_equals_numpy_twin(build, seed):
+    """Grain spans with tied ends and starts, zero-length grains, a grain's
+    end equal to another's start."""
+    rng = np.random.default_rng(500 + seed)
+    n = int(rng.integers(0, 600))
+    hi = int(rng.choice([5, 50, 10_000]))
+    ids = rng.permutation(n + 7)[:n].astype(np.int64)
+    gs = rng.integers(0, hi, n).astype(np.int64)
+    ge = gs + rng.integers(0, hi // 2 + 1, n) * (rng.random(n) < 0.9)
+    assert ip.nearest_gap(ids, gs, ge, native=True) == ip.nearest_gap(ids, gs, ge, native=False)

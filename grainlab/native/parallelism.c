@@ -174,3 +174,37 @@ int gl_parallelism(int64_t F, const int64_t *grain, const int64_t *start,
   free(rc.table);
   return rcode;
 }
+
+/* The "gap" interval candidate: the smallest positive distance between a
+ * grain's placed start and another grain's placed end. G grains: id[i],
+ * start[i] (any order); ends[m] sorted, owner[m] the grain of each end.
+ * For each start s: the nearest end on its left (the last end < s: never its
+ * own, which is >= s) and on its right (the first end >= s, the next one
+ * when that is the grain's own); the same searches as the numpy twin
+ * (instantaneous_parallelism._gap_numpy), binary, from the start's own
+ * position: no sorted copy of the starts and no grain-sized temporaries.
+ * Returns the gap, 0 when no positive distance exists. */
+int64_t gl_nearest_gap(int64_t G, const int64_t *id, const int64_t *start,
+                       const int64_t *ends, const int64_t *owner, int64_t m) {
+  int64_t best = 0;
+  for (int64_t g = 0; g < G; g++) {
+    int64_t s = start[g], a = 0, b = m;   /* first position with ends >= s */
+    while (a < b) {
+      int64_t mid = a + (b - a) / 2;
+      if (ends[mid] < s) a = mid + 1; else b = mid;
+    }
+    int64_t i = a;
+    if (i > 0) {
+      int64_t d = s - ends[i - 1];
+      if (d > 0 && (best == 0 || d < best)) best = d;
+    }
+    if (m > 0) {
+      int64_t j = owner[i < m - 1 ? i : m - 1] == id[g] ? i + 1 : i;
+      if (j < m) {
+        int64_t d = ends[j] - s;
+        if (d > 0 && (best == 0 || d < best)) best = d;
+      }
+    }
+  }
+  return best;
+}
