@@ -41,26 +41,32 @@ def test_union_by_group_equals_its_reference(seed):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(20))
 def test_union_by_group_packed_and_wide_keys(seed):
-    """The packed merge (group, start and row in one int64) against the
-    reference, int32 groups, and keys too wide to pack (the lexsort path)."""
+    """The packed merge (group, start and row in one int64), compiled and
+    its numpy twin, against the reference: int32 groups, a row mask, and
+    keys too wide to pack (the lexsort path)."""
     from grainlab.metrics.intervals import _union_packed, union_by_group
+    from grainlab._paths import graph_kernels_library
     rng = np.random.default_rng(1000 + seed)
     n = int(rng.integers(1, 3000))
     group = rng.integers(-3, int(rng.integers(-2, 70)), n).astype(np.int32)
     base = int(rng.integers(0, 1 << 40))
     start = base + rng.integers(0, 50_000, n).astype(np.int64)
     end = start + rng.integers(-5, 900, n)
-    got = union_by_group(group, start, end)
-    keep = end > start
-    if keep.any():
-        assert _union_packed(group[keep], start[keep], end[keep]) is not None
-    for a, b in zip(got, _union_by_group_reference(group, start, end)):
-        assert a.dtype == b.dtype and np.array_equal(a, b)
-    far = np.where(np.arange(n) % 2 == 1, 1 << 61, 0)  # a 61-bit time range + row bits > 63
+    mask = rng.random(n) < rng.choice([1.0, 0.5])
+    expected = _union_by_group_reference(group[mask], start[mask], end[mask])
+    keep = (end > start) & mask
+    natives = (False, True) if graph_kernels_library() is not None else (False,)
+    for native in natives:
+        got = union_by_group(group, start, end, mask=mask, native=native)
+        if keep.any():
+            assert _union_packed(group, start, end, keep, native) is not None
+        for a, b in zip(got, expected):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    far = np.where(np.arange(n) % 2 == 1, 1 << 61, 0)  # a 61-bit time range + row bits > 62
     if n > 1:
-        assert _union_packed(group, start + far, end + far) is None
+        assert _union_packed(group, start + far, end + far, np.ones(n, bool)) is None
     for a, b in zip(union_by_group(group, start + far, end + far),
                     _union_by_group_reference(group, start + far, end + far)):
         assert a.dtype == b.dtype and np.array_equal(a, b)

@@ -7,21 +7,23 @@ import numpy as np
 from ..sorting import lexsort
 
 
-def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, mask=None):
+def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, mask=None,
+                   native=None):
     """Merge overlapping [start, end) intervals within each group (only the
-    rows `mask` selects, when given: one gather instead of two).
-    Returns (group, start, end) of disjoint intervals, sorted by group, start."""
+    rows `mask` selects, when given: no gathered copies).
+    Returns (group, start, end) of disjoint intervals, sorted by group, start.
+    `native` forces the compiled merge on (True) or off (False; tests)."""
     keep = end > start
     if mask is not None:
         keep &= mask
+    if not keep.any():
+        return group[keep], start[keep], end[keep]
+    out = _union_packed(group, start, end, keep, native)
+    if out is not None:
+        return out
     if not keep.all():
         group, start, end = group[keep], start[keep], end[keep]
     del keep
-    if len(start) == 0:
-        return group, start, end
-    out = _union_packed(group, start, end)
-    if out is not None:
-        return out
     o = lexsort((start, group))
     group, start, end = group[o], start[o], end[o]
     # running maximum of end within each group: offset groups so that one
@@ -47,23 +49,34 @@ def union_by_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, mask=N
     return group[first], start[first], run_end[last]
 
 
+_LAST = np.int64(np.iinfo(np.int64).max)    # the key of a row not merged: sorts last
 
-def _union_packed(group, start, end):
-    """union_by_group's merge when (group rank, start, row) fit one int64,
-    as they do up to ~10^8 intervals (None otherwise): the key
+
+def _union_packed(group, start, end, keep, native=None):
+    """union_by_group's merge when (group, start, row) fit one int64, as they
+    do up to ~10^8 intervals (None otherwise). The key
     (group - min) << B | (start - min), B the bits of the time range, is the
     start on a timeline where each group has its own 2^B-long stretch, so one
-    np.sort of key << row bits | row orders the rows (stable: ties by row),
-    and one running maximum of the ends shifted onto that timeline never
-    crosses a group. About 4 interval-sized arrays live at a time instead of
-    ~12 (lexsort's digits, three gathers, the shifts), which at 10^7 grains'
-    nodes is 1-2 GB less at the metrics' peak."""
+    np.sort of key << row bits | row orders the rows (stable: ties by row;
+    the rows `keep` drops get a key that sorts after all), and a running
+    maximum of the ends shifted onto that timeline never crosses a group.
+    The merge over the sorted keys is compiled (gl_union_sorted: no further
+    interval-sized arrays; twin `_merge_sorted_numpy`). One row-sized array
+    (the keys) instead of ~12 (lexsort's digits, the gathers, the shifts):
+    at 10^7 grains' nodes, 1-2 GB less at the metrics' peak."""
     n = len(start)
-    g0, t0 = int(group.min()), int(start.min())
-    t_bits = (int(max(end.max(), start.max())) - t0).bit_length()
-    g_bits = (int(group.max()) - g0).bit_length()
+    if group.dtype.kind not in "iu" or start.dtype.kind not in "iu" \
+            or end.dtype.kind not in "iu":
+        return None
+    # initial: any kept value (keep has one), so the reductions need no sentinel
+    first = int(np.argmax(keep))
+    g0 = int(np.min(group, where=keep, initial=group[first]))
+    t0 = int(np.min(start, where=keep, initial=start[first]))
+    top = int(np.max(end, where=keep, initial=t0))           # end > start on kept rows
+    t_bits = (top - t0).bit_length()
+    g_bits = (int(np.max(group, where=keep, initial=g0)) - g0).bit_length()
     i_bits = (n - 1).bit_length()
-    if g_bits + t_bits + i_bits > 63:
+    if g_bits + t_bits + i_bits > 62:                         # below _LAST
         return None
     key = group.astype(np.int64)
     key -= g0
@@ -72,9 +85,34 @@ def _union_packed(group, start, end):
     key -= t0
     key <<= i_bits
     key |= np.arange(n, dtype=np.int64)
+    key[~keep] = _LAST
     key.sort()
+    m = int(np.count_nonzero(keep))
+    kernel = _union_kernel() if native is not False else None
+    if native and kernel is None:
+        raise RuntimeError("the compiled union kernel is not built")
+    if kernel is not None:
+        end = np.ascontiguousarray(end, dtype=np.int64)
+        # the runs' ends; np.empty's pages past the runs are never touched
+        run_end = np.empty(m, np.int64)
+        u = kernel(m, key.ctypes.data, i_bits, t_bits, end.ctypes.data, t0,
+                   run_end.ctypes.data)
+        first, last_end = key[:u], run_end[:u]
+    else:
+        first, last_end = _merge_sorted_numpy(key[:m], i_bits, t_bits, end, t0)
+    mask = (1 << t_bits) - 1
+    out_group = ((first >> t_bits) + g0).astype(group.dtype, copy=False)
+    out_start = ((first & mask) + t0).astype(start.dtype, copy=False)
+    out_end = ((last_end & mask) + t0).astype(end.dtype, copy=False)
+    return out_group, out_start, out_end
+
+
+def _merge_sorted_numpy(key, i_bits, t_bits, end, t0):
+    """(timeline start, timeline end) of each merged run of the sorted keys
+    (`_union_packed`): the twin of gl_union_sorted."""
+    n = len(key)
     row = key & ((1 << i_bits) - 1)
-    key >>= i_bits                        # the sorted timeline starts
+    key = key >> i_bits                   # the sorted timeline starts
     run_end = end[row]                    # the ends, in that order
     del row
     run_end -= t0
@@ -89,13 +127,14 @@ def _union_packed(group, start, end):
     last = np.empty_like(first)
     last[:-1] = first[1:] - 1
     last[-1] = n - 1
-    mask = (1 << t_bits) - 1
-    k = key[first]
-    out_group = ((k >> t_bits) + g0).astype(group.dtype, copy=False)
-    out_start = (k & mask) + t0
-    out_end = (run_end[last] & mask) + t0
-    return out_group, out_start.astype(start.dtype, copy=False), \
-        out_end.astype(end.dtype, copy=False)
+    return key[first], run_end[last]
+
+
+def _union_kernel():
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_union_sorted", [i, p, i, i, p, i, p], restype=ctypes.c_int64)
 
 def covered(ustart: np.ndarray, uend: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """For each [a, b): how much of it the disjoint sorted intervals

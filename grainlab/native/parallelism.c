@@ -208,3 +208,31 @@ int64_t gl_nearest_gap(int64_t G, const int64_t *id, const int64_t *start,
   }
   return best;
 }
+
+/* The merge of grainlab.metrics.intervals.union_by_group over sorted packed
+ * keys (_union_packed): key[i] = timeline start << i_bits | row, ascending,
+ * where the timeline start is group << t_bits | (start - t0); the row's end
+ * is end[row]. Consecutive keys whose start is at or before the running end
+ * form one run. Writes each run's timeline start over key[u] (u <= i: the
+ * keys already read) and its timeline end to run_end[u]; returns the runs.
+ * The twin (_merge_sorted_numpy) makes four row-sized arrays for this. */
+int64_t gl_union_sorted(int64_t n, int64_t *key, int64_t i_bits, int64_t t_bits,
+                        const int64_t *end, int64_t t0, int64_t *run_end) {
+  const int64_t row_mask = ((int64_t)1 << i_bits) - 1;
+  const int64_t t_mask = ((int64_t)1 << t_bits) - 1;
+  int64_t u = -1, cur_end = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = key[i] >> i_bits, row = key[i] & row_mask;
+    int64_t e = (v & ~t_mask) + (end[row] - t0);
+    if (u < 0 || v > cur_end) {
+      if (u >= 0) run_end[u] = cur_end;
+      u++;
+      key[u] = v;
+      cur_end = e;
+    } else if (e > cur_end) {
+      cur_end = e;
+    }
+  }
+  if (u >= 0) run_end[u] = cur_end;
+  return u + 1;
+}
