@@ -176,24 +176,36 @@ int gl_parallelism(int64_t F, const int64_t *grain, const int64_t *start,
 }
 
 /* The "gap" interval candidate: the smallest positive distance between a
- * grain's placed start and another grain's placed end. G grains: id[i],
- * start[i] (any order); ends[m] sorted, owner[m] the grain of each end.
- * For each start s: the nearest end on its left (the last end < s: never its
- * own, which is >= s) and on its right (the first end >= s, the next one
- * when that is the grain's own); the same searches as the numpy twin
- * (instantaneous_parallelism._gap_numpy), binary, from the start's own
- * position: no sorted copy of the starts and no grain-sized temporaries.
- * Returns the gap, 0 when no positive distance exists. */
-int64_t gl_nearest_gap(int64_t G, const int64_t *id, const int64_t *start,
-                       const int64_t *ends, const int64_t *owner, int64_t m) {
-  int64_t best = 0;
-  for (int64_t g = 0; g < G; g++) {
-    int64_t s = start[g], a = 0, b = m;   /* first position with ends >= s */
-    while (a < b) {
-      int64_t mid = a + (b - a) / 2;
-      if (ends[mid] < s) a = mid + 1; else b = mid;
+ * grain's placed start and another grain's placed end. G grains: id[g],
+ * start[g], visited in the order `order` (ascending starts, so that each
+ * search gallops on from the previous one's place); ends[m] sorted,
+ * owner[m] the grain of each end. For each start s: the nearest end on its
+ * left (the last end < s: never its own, which is >= s) and on its right
+ * (the first end >= s, the next one when that is the grain's own): the
+ * numpy twin's searches (instantaneous_parallelism._gap_numpy), without its
+ * grain-sized temporaries. Returns the gap, 0 when no positive distance
+ * exists. */
+int64_t gl_nearest_gap(int64_t G, const int64_t *order, const int64_t *id,
+                       const int64_t *start, const int64_t *ends, const int64_t *owner,
+                       int64_t m) {
+  int64_t best = 0, i = 0;
+  for (int64_t k = 0; k < G; k++) {
+    int64_t g = order[k], s = start[g];
+    /* i: the first position with ends >= s, from the last start's i */
+    if (i > 0 && ends[i - 1] >= s) i = 0;     /* the starts went back: search all */
+    if (i < m && ends[i] < s) {
+      int64_t step = 1, a = i, b;             /* ends[a] < s */
+      while (a + step < m && ends[a + step] < s) {
+        a += step;
+        step <<= 1;
+      }
+      b = a + step < m ? a + step : m;        /* ends[b] >= s or b == m */
+      while (b - a > 1) {
+        int64_t mid = a + (b - a) / 2;
+        if (ends[mid] < s) a = mid; else b = mid;
+      }
+      i = b;
     }
-    int64_t i = a;
     if (i > 0) {
       int64_t d = s - ends[i - 1];
       if (d > 0 && (best == 0 || d < best)) best = d;
