@@ -269,3 +269,15 @@ def test_distinct_non_negative_is_the_unique_count(seed):
         x = rng.integers(-2, int(rng.choice([1, 3, 70, 1 << 30])), n).astype(dtype)
         assert distinct_non_negative(x) == len(np.unique(x[x >= 0]))
     assert distinct_non_negative(np.zeros(0)) == 0          # a float column, empty
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_dense_ranks_are_unique_inverse(seed):
+    from grainlab.metrics.groups import dense_ranks
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 2000))
+    size = int(rng.choice([3, n, 50 * n]))          # the table, and np.unique past it
+    key = rng.integers(0, size, n).astype(np.int64)
+    got = dense_ranks(key, size)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, np.unique(key, return_inverse=True)[1].reshape(-1))

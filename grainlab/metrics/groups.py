@@ -73,7 +73,18 @@ class SiblingGroups:
             # group, increasing with it: its labels are the plain ones
             return group
         key = group * (int(construct.max()) + 2) + construct + 1
+        return dense_ranks(key, (int(group.max()) + 1) * (int(construct.max()) + 2))
+
+
+def dense_ranks(key: np.ndarray, size: int) -> np.ndarray:
+    """np.unique(key, return_inverse=True)[1] (int64) of keys in [0, size):
+    one bincount and a cumulative sum when the table is no bigger than a
+    few times the keys (a few constructs per group), instead of a sort."""
+    if size > 4 * len(key) + 1024:
         return np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    rank = np.bincount(key, minlength=size) > 0
+    rank = np.cumsum(rank) - 1
+    return rank[key]
 
 
 def sorted_by_group(group: np.ndarray, value: np.ndarray):
