@@ -20,7 +20,7 @@ def _random_fragments(rng, n_grains, max_frags, horizon, zero_share, shuffled):
     start = np.empty(len(grain), np.int64)
     end = np.empty(len(grain), np.int64)
     pos = 0
-    for gid, m in enumerate(per):      # test data, not the metric: a loop is fine
+    for m in per:                      # test data, not the metric: a loop is fine
         t = int(rng.integers(0, horizon))
         for _ in range(m):
             d = 0 if rng.random() < zero_share else int(rng.integers(1, horizon // 4 + 2))
