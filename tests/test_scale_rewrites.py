@@ -281,3 +281,17 @@ def test_dense_ranks_are_unique_inverse(seed):
     got = dense_ranks(key, size)
     assert got.dtype == np.int64
     assert np.array_equal(got, np.unique(key, return_inverse=True)[1].reshape(-1))
+
+
+def test_scatter_value_ranks_keep_order_and_ties():
+    """Whole distances, fractional ones, NaN: the order and ties of the values."""
+    from grainlab.metrics.scatter import _value_ranks
+    rng = np.random.default_rng(7)
+    for value in (rng.integers(0, 64, 500).astype(np.float64),
+                  rng.integers(0, 64, 500) * 0.25 - 3.0,
+                  np.r_[rng.random(50), np.nan, 1.0]):
+        r = _value_ranks(value)
+        i, j = rng.integers(0, len(value), (2, 2000))
+        ok = ~(np.isnan(value[i]) | np.isnan(value[j]))
+        assert np.array_equal((r[i] < r[j])[ok], (value[i] < value[j])[ok])
+        assert np.array_equal((r[i] == r[j])[ok], (value[i] == value[j])[ok])

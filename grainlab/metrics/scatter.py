@@ -117,11 +117,17 @@ def _weighted_median_by_group(grp, value, weight, n_groups):
 
 
 def _value_ranks(value):
-    """Integer ranks with the order of `value` (ties equal): a distance table
-    has a few distinct values, so the group-then-value sort is one packed
-    integer sort instead of radix passes over 64-bit float keys. Floats with
-    NaN keep their values (sorted as numpy does)."""
-    if value.dtype.kind == "f" and np.isnan(value).any():
+    """Integers with the order of `value` (ties equal), so that the
+    group-then-value sort is one packed integer sort instead of radix passes
+    over 64-bit float keys: distances are small whole numbers (cpu id steps,
+    NUMA distances), taken as value - min; other values are ranked among
+    their distinct values (a sort); floats with NaN keep their values
+    (sorted as numpy does)."""
+    if len(value) == 0 or value.dtype.kind != "f":
         return value
-    distinct = np.unique(value)
-    return np.searchsorted(distinct, value)
+    if np.isnan(value).any():
+        return value
+    lo, hi = float(value.min()), float(value.max())
+    if hi - lo < 2.0 ** 40 and np.array_equal(value, np.floor(value)):
+        return (value - lo).astype(np.int64)
+    return np.searchsorted(np.unique(value), value)
