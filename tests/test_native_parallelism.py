@@ -147,3 +147,12 @@ def test_gap_kernel_equals_numpy_twin(build, seed):
     gs = rng.integers(0, hi, n).astype(np.int64)
     ge = gs + rng.integers(0, hi // 2 + 1, n) * (rng.random(n) < 0.9)
     assert ip.nearest_gap(ids, gs, ge, native=True) == ip.nearest_gap(ids, gs, ge, native=False)
+
+
+def test_gap_of_starts_too_wide_to_pack_is_the_twins(build):
+    """Placed times 2^62 apart leave no bits for the positions: the twin answers."""
+    ids = np.arange(4, dtype=np.int64)
+    gs = np.array([0, 5, 1 << 62, (1 << 62) + 3], np.int64)
+    ge = gs + np.array([2, 0, 1, 9])
+    assert ip._packed_sorted(gs) is None
+    assert ip.nearest_gap(ids, gs, ge, native=True) == ip.nearest_gap(ids, gs, ge, native=False) == 2

@@ -86,25 +86,40 @@ def interval_candidates(g, grain, start, end, spans=None) -> dict:
 def nearest_gap(ids, gs, ge, native=None) -> int:
     """The smallest positive distance between a grain's placed start `gs`
     and another grain's placed end `ge` (0: none): the compiled search
-    (grainlab/native/parallelism.c) over the ends sorted once, else its twin
-    `_gap_numpy`; `native` forces one (tests)."""
+    (grainlab/native/parallelism.c) over the starts and the ends each sorted
+    once as packed keys, else its twin `_gap_numpy`; `native` forces one
+    (tests)."""
     if len(gs) <= 1:
         return 0
     kernel = _gap_kernel() if native is not False else None
     if native and kernel is None:
         raise RuntimeError("the compiled parallelism kernel is not built")
-    if kernel is None:
+    starts = _packed_sorted(gs) if kernel is not None else None
+    ends = _packed_sorted(ge) if starts is not None else None
+    if ends is None:
         return _gap_numpy(ids, gs, ge)
-    order = argsort(ge)
-    ends = np.ascontiguousarray(ge[order], np.int64)
-    owner = np.ascontiguousarray(ids[order], np.int64)
-    # the starts visited in time order, so each search gallops on from the
-    # last one's place (a binary search per start over all the ends costs
-    # a cache miss per probe)
-    order = argsort(gs)
-    ids, gs = np.ascontiguousarray(ids, np.int64), np.ascontiguousarray(gs, np.int64)
-    return int(kernel(len(gs), order.ctypes.data, ids.ctypes.data, gs.ctypes.data,
-                      ends.ctypes.data, owner.ctypes.data, len(ends)))
+    (skey, bits, smin), (ekey, _, emin) = starts, ends
+    ids = np.ascontiguousarray(ids, np.int64)
+    return int(kernel(len(gs), skey.ctypes.data, ekey.ctypes.data, bits, smin, emin,
+                      ids.ctypes.data))
+
+
+def _packed_sorted(values):
+    """(keys, position bits, min): (value - min) << bits | position, sorted
+    (sorting.argsort's packing, kept packed: the kernel reads values and
+    positions from the keys, so neither is gathered); None when they do not
+    fit 63 bits."""
+    n = len(values)
+    lo = int(values.min())
+    bits = (n - 1).bit_length()
+    if (int(values.max()) - lo).bit_length() + bits > 63:
+        return None
+    key = values.astype(np.int64)              # a copy: the caller's values stay
+    key -= lo
+    key <<= bits
+    key |= np.arange(n, dtype=np.int64)
+    key.sort()
+    return key, bits, lo
 
 
 def _gap_numpy(ids, gs, ge) -> int:
@@ -130,7 +145,7 @@ def _gap_kernel():
     import ctypes
     from .._paths import graph_kernel
     i, p = ctypes.c_int64, ctypes.c_void_p
-    return graph_kernel("gl_nearest_gap", [i, p, p, p, p, p, i], restype=ctypes.c_int64)
+    return graph_kernel("gl_nearest_gap", [i, p, p, i, i, i, p], restype=ctypes.c_int64)
 
 
 def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -> dict:

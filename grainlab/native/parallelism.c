@@ -176,50 +176,53 @@ int gl_parallelism(int64_t F, const int64_t *grain, const int64_t *start,
 }
 
 /* The "gap" interval candidate: the smallest positive distance between a
- * grain's placed start and another grain's placed end. G grains: id[g],
- * start[g], visited in the order `order` (ascending starts, so that each
- * search gallops on from the previous one's place); ends[m] sorted,
- * owner[m] the grain of each end. For each start s: the nearest end on its
- * left (the last end < s: never its own, which is >= s) and on its right
- * (the first end >= s, the next one when that is the grain's own): the
- * numpy twin's searches (instantaneous_parallelism._gap_numpy), without its
- * grain-sized temporaries. Returns the gap, 0 when no positive distance
- * exists. */
-int64_t gl_nearest_gap(int64_t G, const int64_t *order, const int64_t *id,
-                       const int64_t *start, const int64_t *ends, const int64_t *owner,
-                       int64_t m) {
-  int64_t best = 0, i = 0;
+ * grain's placed start and another grain's placed end. G grains; their
+ * starts and their ends each sorted as packed keys (value - min) << i_bits |
+ * position, position the grain's place in id[] (the grain's id): no sorted
+ * copies or gathers of the values. The starts are visited in time order,
+ * so each search gallops on from the last one's place. For each start s:
+ * the nearest end on its left (the last end < s: never its own, which is
+ * >= s) and on its right (the first end >= s, the next one when that is
+ * the grain's own): the numpy twin's searches
+ * (instantaneous_parallelism._gap_numpy). Returns the gap, 0 when no
+ * positive distance exists. */
+#define END(i) ((ekey[i] >> i_bits) + emin)
+int64_t gl_nearest_gap(int64_t G, const int64_t *skey, const int64_t *ekey, int64_t i_bits,
+                       int64_t smin, int64_t emin, const int64_t *id) {
+  const int64_t mask = ((int64_t)1 << i_bits) - 1;
+  int64_t best = 0, i = 0, m = G;
   for (int64_t k = 0; k < G; k++) {
-    int64_t g = order[k], s = start[g];
-    /* i: the first position with ends >= s, from the last start's i */
-    if (i > 0 && ends[i - 1] >= s) i = 0;     /* the starts went back: search all */
-    if (i < m && ends[i] < s) {
-      int64_t step = 1, a = i, b;             /* ends[a] < s */
-      while (a + step < m && ends[a + step] < s) {
+    int64_t s = (skey[k] >> i_bits) + smin, gid = id[skey[k] & mask];
+    /* i: the first position with END >= s, galloping on from the last one */
+    if (i < m && END(i) < s) {
+      int64_t step = 1, a = i, b;             /* END(a) < s */
+      while (a + step < m && END(a + step) < s) {
         a += step;
         step <<= 1;
       }
-      b = a + step < m ? a + step : m;        /* ends[b] >= s or b == m */
+      b = a + step < m ? a + step : m;        /* END(b) >= s or b == m */
       while (b - a > 1) {
         int64_t mid = a + (b - a) / 2;
-        if (ends[mid] < s) a = mid; else b = mid;
+        if (END(mid) < s) a = mid; else b = mid;
       }
       i = b;
     }
     if (i > 0) {
-      int64_t d = s - ends[i - 1];
+      int64_t d = s - END(i - 1);
       if (d > 0 && (best == 0 || d < best)) best = d;
     }
     if (m > 0) {
-      int64_t j = owner[i < m - 1 ? i : m - 1] == id[g] ? i + 1 : i;
+      int64_t at = i < m - 1 ? i : m - 1;
+      int64_t j = id[ekey[at] & mask] == gid ? i + 1 : i;
       if (j < m) {
-        int64_t d = ends[j] - s;
+        int64_t d = END(j) - s;
         if (d > 0 && (best == 0 || d < best)) best = d;
       }
     }
   }
   return best;
 }
+#undef END
 
 /* The merge of grainlab.metrics.intervals.union_by_group over sorted packed
  * keys (_union_packed): key[i] = timeline start << i_bits | row, ascending,
