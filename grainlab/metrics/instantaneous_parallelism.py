@@ -50,13 +50,16 @@ def placed_fragments(g, es=None):
     if es is None and "earliest_start" not in cols and "earliest_finish" in cols:
         # earliest_start(g) on the grains' fragments only (a node-sized
         # array less at 10^7 grains): the same values
-        start = g.nodes["earliest_finish"].to_numpy(np.int64)[m] - dur
+        start = g.nodes["earliest_finish"].to_numpy(np.int64)[m]
+        start -= dur
     else:
         start = (earliest_start(g) if es is None else es)[m]
-    grain = g.nodes["grain"].to_numpy(np.int64)[m]
+    # gathered, then widened: an int32 id column is not copied whole first
+    grain = g.nodes["grain"].to_numpy()[m].astype(np.int64, copy=False)
     order = _grain_order(grain, start)
     if order is None:
-        return grain, start, start + dur
+        dur += start                     # the ends, in the gathered copy
+        return grain, start, dur
     return grain[order], start[order], start[order] + dur[order]
 
 
