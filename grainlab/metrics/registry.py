@@ -152,6 +152,10 @@ def _load_balance(ctx):
 def _scatter(ctx):
     from . import scatter
     distance = scatter.compute(ctx.g, ctx.sibling_groups().plain)
+    # the last reader in this order: the labels (16 B per grain) are not
+    # kept through instantaneous parallelism, the metrics' peak (a reader
+    # placed later would make them again, the same)
+    ctx.shared.pop("sibling_groups", None)
     return {"scatter_distance": distance,
             "cores_per_socket": scatter.cores_per_socket(ctx.g.meta, ctx.values["cores_used"])}
 
