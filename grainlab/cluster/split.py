@@ -497,7 +497,7 @@ def finish_part(path, part: dict, final: dict) -> dict:
         if m.compute is not None and m.columns and not m.by_graph and m.name not in skip:
             m.compute(ctx)
     from ..metrics import scatter
-    scatter.compute(g)
+    scatter.compute(g, ctx.sibling_groups().plain)    # the groups load balance made
     lo, hi, owner = st["pieces"]
     opt_c = np.zeros(0, np.int64)
     if final.get("range") is not None:

@@ -40,8 +40,20 @@ def grain_exec_mask(g) -> np.ndarray:
 
 def threads_used(g) -> int:
     """Threads that ran anything in the graph."""
-    t = g.nodes["thread"].to_numpy()
-    return len(np.unique(t[t >= 0]))
+    return distinct_non_negative(g.nodes["thread"].to_numpy())
+
+
+def distinct_non_negative(x: np.ndarray) -> int:
+    """len(np.unique(x[x >= 0])) of small integer ids (threads, cpus): one
+    bincount over a node column instead of a sort or hash of it."""
+    if len(x) == 0:
+        return 0
+    top = int(x.max())
+    if top < 0:
+        return 0
+    if x.dtype.kind in "iu" and top < 1 << 22:
+        return int(np.count_nonzero(np.bincount(x[x >= 0])))
+    return len(np.unique(x[x >= 0]))
 
 
 def cores_used(g) -> int:
@@ -51,7 +63,7 @@ def cores_used(g) -> int:
     without CPU numbers counts threads."""
     n = threads_used(g)
     cpu = g.nodes["cpu"].to_numpy() if "cpu" in g.nodes else np.zeros(0)
-    cpus = len(np.unique(cpu[cpu >= 0]))
+    cpus = distinct_non_negative(cpu)
     if cpus:
         n = min(n, cpus)
     if n == 0:

@@ -50,15 +50,16 @@ def placed_fragments(g, es=None):
     if es is None and "earliest_start" not in cols and "earliest_finish" in cols:
         # earliest_start(g) on the grains' fragments only (a node-sized
         # array less at 10^7 grains): the same values
-        start = g.nodes["earliest_finish"].to_numpy(np.int64)[m] - dur
+        start = g.nodes["earliest_finish"].to_numpy(np.int64)[m]
+        start -= dur
     else:
         start = (earliest_start(g) if es is None else es)[m]
-    # the fragments' grain ids, then int64: not an int64 copy of the whole
-    # int32 column first (docs/graph-model.md "Ids")
-    grain = g.nodes["grain"].to_numpy()[m].astype(np.int64)
+    # gathered, then widened: an int32 id column is not copied whole first
+    grain = g.nodes["grain"].to_numpy()[m].astype(np.int64, copy=False)
     order = _grain_order(grain, start)
     if order is None:
-        return grain, start, start + dur
+        dur += start                     # the ends, in the gathered copy
+        return grain, start, dur
     return grain[order], start[order], start[order] + dur[order]
 
 
@@ -72,34 +73,82 @@ def grain_spans(grain, start, end):
     return grain[first], start[first], np.maximum.reduceat(end, first)
 
 
-def interval_candidates(g, grain, start, end) -> dict:
-    """The three interval lengths of the thesis, in ns (0 when undefined)."""
+def interval_candidates(g, grain, start, end, spans=None) -> dict:
+    """The three interval lengths of the thesis, in ns (0 when undefined).
+    spans: grain_spans(grain, start, end) when the caller has them."""
     work = g.grains["work"].to_numpy(np.int64)
     pos = work[work > 0]
     out = {"median": int(np.median(pos)) if len(pos) else 0,
            "min": int(pos.min()) if len(pos) else 0}
     # grain-level placed start/end, then the nearest OTHER grain's end to every start
-    ids, gs, ge = grain_spans(grain, start, end)
-    gap = 0
-    if len(gs) > 1:
-        # starts in order: each search begins where the last one ended (the
-        # minimum does not care about order; at 1M grains 0.3 -> 0.1 s)
-        by_start = argsort(gs)
-        ids, gs, ge = ids[by_start], gs[by_start], ge[by_start]
-        order = argsort(ge)
-        ends, owner = ge[order], ids[order]
-        m = len(ends)
-        i = np.searchsorted(ends, gs)                 # first end >= start: never
-        left = gs - ends[np.maximum(i - 1, 0)]        # the grain's own end on the left
-        left = np.where(i > 0, left, -1)
-        own = owner[np.minimum(i, m - 1)] == ids      # skip its own end on the right
-        j = np.where(own, i + 1, i)
-        right = np.where(j < m, ends[np.minimum(j, m - 1)] - gs, -1)
-        d = np.concatenate([left, right])
-        d = d[d > 0]
-        gap = int(d.min()) if len(d) else 0
-    out["gap"] = gap
+    ids, gs, ge = grain_spans(grain, start, end) if spans is None else spans
+    out["gap"] = nearest_gap(ids, gs, ge)
     return out
+
+
+def nearest_gap(ids, gs, ge, native=None) -> int:
+    """The smallest positive distance between a grain's placed start `gs`
+    and another grain's placed end `ge` (0: none): the compiled search
+    (grainlab/native/parallelism.c) over the starts and the ends each sorted
+    once as packed keys, else its twin `_gap_numpy`; `native` forces one
+    (tests)."""
+    if len(gs) <= 1:
+        return 0
+    kernel = _gap_kernel() if native is not False else None
+    if native and kernel is None:
+        raise RuntimeError("the compiled parallelism kernel is not built")
+    starts = _packed_sorted(gs) if kernel is not None else None
+    ends = _packed_sorted(ge) if starts is not None else None
+    if ends is None:
+        return _gap_numpy(ids, gs, ge)
+    (skey, bits, smin), (ekey, _, emin) = starts, ends
+    ids = np.ascontiguousarray(ids, np.int64)
+    return int(kernel(len(gs), skey.ctypes.data, ekey.ctypes.data, bits, smin, emin,
+                      ids.ctypes.data))
+
+
+def _packed_sorted(values):
+    """(keys, position bits, min): (value - min) << bits | position, sorted
+    (sorting.argsort's packing, kept packed: the kernel reads values and
+    positions from the keys, so neither is gathered); None when they do not
+    fit 63 bits."""
+    n = len(values)
+    lo = int(values.min())
+    bits = (n - 1).bit_length()
+    if (int(values.max()) - lo).bit_length() + bits > 63:
+        return None
+    key = values.astype(np.int64)              # a copy: the caller's values stay
+    key -= lo
+    key <<= bits
+    key |= np.arange(n, dtype=np.int64)
+    key.sort()
+    return key, bits, lo
+
+
+def _gap_numpy(ids, gs, ge) -> int:
+    # starts in order: each search begins where the last one ended (the
+    # minimum does not care about order; at 1M grains 0.3 -> 0.1 s)
+    by_start = argsort(gs)
+    ids, gs, ge = ids[by_start], gs[by_start], ge[by_start]
+    order = argsort(ge)
+    ends, owner = ge[order], ids[order]
+    m = len(ends)
+    i = np.searchsorted(ends, gs)                 # first end >= start: never
+    left = gs - ends[np.maximum(i - 1, 0)]        # the grain's own end on the left
+    left = np.where(i > 0, left, -1)
+    own = owner[np.minimum(i, m - 1)] == ids      # skip its own end on the right
+    j = np.where(own, i + 1, i)
+    right = np.where(j < m, ends[np.minimum(j, m - 1)] - gs, -1)
+    d = np.concatenate([left, right])
+    d = d[d > 0]
+    return int(d.min()) if len(d) else 0
+
+
+def _gap_kernel():
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_nearest_gap", [i, p, p, i, i, i, p], restype=ctypes.c_int64)
 
 
 def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -> dict:
@@ -109,21 +158,68 @@ def compute(g, interval="median", max_intervals: int = MAX_INTERVALS, es=None) -
     n = len(gr)
     grain, start, end = placed_fragments(g, es)
     origin = int(start.min()) if len(start) else 0
-    length, k, info = _choose_length(g, grain, start - origin, end - origin, interval,
-                                     max_intervals)
-    opt_counts, cons_counts, lo, hi, owner = _counts(grain, start - origin, end - origin,
-                                                     length, k)
+    # from the first placed start on; the arrays are this call's own (no copies)
+    start -= origin
+    end -= origin
+    spans = grain_spans(grain, start, end)
+    length, k, info = _choose_length(g, grain, start, end, interval, max_intervals, spans)
+    opt_counts, cons_counts, gr_opt, gr_cons = parallelism(grain, start, end, length, k, n)
+    del grain, start, end
     info["origin_ns"] = origin
     placed = np.full(n, -1, np.int64)
-    ids, first, _ = grain_spans(grain, start, end)
-    placed[ids] = first
+    ids, first, _ = spans
+    placed[ids] = first + origin
     gr[COLUMN_START] = placed
-    gr[COLUMN] = _grain_min(opt_counts, lo, hi, owner, n)
-    gr[COLUMN_CONSERVATIVE] = _grain_min(cons_counts, lo, hi, owner, n)
+    gr[COLUMN] = gr_opt
+    gr[COLUMN_CONSERVATIVE] = gr_cons
     info["ideal_mean"] = float(opt_counts.mean())
     info["ideal_min"] = int(opt_counts.min())
     g.ideal_profile = _profile(origin, length, opt_counts, cons_counts)
     return info
+
+
+def parallelism(grain, start, end, length, k, n, native=None):
+    """(optimistic counts[k], conservative counts[k], per grain the minimum
+    of each over the intervals its fragments overlap (NaN: no fragment)) of
+    fragments in grain runs (placed_fragments, start relative to the first).
+    The compiled kernel (grainlab/native/parallelism.c) when built: no
+    fragment-sized temporaries; else, or when the fragments are not in runs,
+    its numpy twin `_parallelism_numpy`; `native` forces one (tests)."""
+    kernel = _parallelism_kernel() if native is not False and len(grain) else None
+    if native and kernel is None and len(grain):
+        raise RuntimeError("the compiled parallelism kernel is not built")
+    if kernel is not None:
+        c64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+        grain, start, end = c64(grain), c64(start), c64(end)
+        opt, cons = np.empty(k, np.int64), np.empty(k, np.int64)
+        diff = np.empty(k + 1, np.int64)
+        g_opt, g_cons = np.full(n, np.nan), np.full(n, np.nan)
+        rc = kernel(len(grain), grain.ctypes.data, start.ctypes.data, end.ctypes.data,
+                    int(length), int(k), int(n), opt.ctypes.data, cons.ctypes.data,
+                    diff.ctypes.data, g_opt.ctypes.data, g_cons.ctypes.data)
+        if rc == 0:
+            return opt, cons, g_opt, g_cons
+        if rc in (-1, -2):
+            from ..errors import GrainlabError
+            raise GrainlabError("instantaneous parallelism: " + (
+                "out of memory" if rc == -1 else "a grain id out of range "
+                "(a grainlab bug: please report it with the trace)"))
+        # -3: not in grain runs; the twin orders them
+    return _parallelism_numpy(grain, start, end, length, k, n)
+
+
+def _parallelism_numpy(grain, start, end, length, k, n):
+    """The kernel's twin: counts by difference arrays, minima by a sparse table."""
+    opt, cons, lo, hi, owner = _counts(grain, start, end, length, k)
+    return opt, cons, _grain_min(opt, lo, hi, owner, n), _grain_min(cons, lo, hi, owner, n)
+
+
+def _parallelism_kernel():
+    """gl_parallelism through ctypes, or None (not built, GRAINLAB_NATIVE=0)."""
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_parallelism", [i, p, p, p, i, i, i, p, p, p, p, p])
 
 
 def kept_profile(g) -> pd.DataFrame | None:
@@ -146,8 +242,8 @@ def ideal_profile(g, interval="median", max_intervals: int = MAX_INTERVALS) -> p
     return _profile(origin, length, opt, cons)
 
 
-def _choose_length(g, grain, start, end, interval, max_intervals):
-    candidates = interval_candidates(g, grain, start, end)
+def _choose_length(g, grain, start, end, interval, max_intervals, spans=None):
+    candidates = interval_candidates(g, grain, start, end, spans)
     if isinstance(interval, str):
         if interval not in candidates:
             raise ValueError(f"interval must be one of {CHOICES} or a number of ns")
@@ -175,10 +271,10 @@ def running_intervals(g):
     inline on the same thread (undeferred or included children, tasks executed
     at a taskwait or barrier): the union counts that time once, so a thread
     runs at most one grain at any instant. Returns (thread, start, end)."""
-    m = grain_exec_mask(g)
-    return union_by_group(g.nodes["thread"].to_numpy(np.int64)[m],
-                          g.nodes["start"].to_numpy(np.int64)[m],
-                          g.nodes["end"].to_numpy(np.int64)[m])
+    thread = g.nodes["thread"].to_numpy()
+    gt, s, e = union_by_group(thread, g.nodes["start"].to_numpy(np.int64),
+                              g.nodes["end"].to_numpy(np.int64), mask=grain_exec_mask(g))
+    return gt.astype(np.int64, copy=False), s, e
 
 
 def achieved_profile(g) -> pd.DataFrame:
@@ -249,7 +345,7 @@ def _grain_order(grain, lo):
         return None
     new_run = np.r_[True, grain[1:] != grain[:-1]]
     one_run_each = np.bincount(grain[new_run]).max() <= 1
-    if one_run_each and ((np.diff(lo) >= 0) | new_run[1:]).all():
+    if one_run_each and ((lo[1:] >= lo[:-1]) | new_run[1:]).all():
         return None
     return lexsort((lo, grain))
 

@@ -22,13 +22,15 @@ from .groups import group_max, group_median, sibling_groups
 COLUMN = "load_balance"
 
 
-def compute(g) -> None:
+def compute(g, group=None) -> None:
+    """group: sibling_groups(g.grains, by_construct=True) when the caller has it."""
     gr = g.grains
     n = len(gr)
     if n == 0:
         gr[COLUMN] = np.zeros(0)
         return
-    group = sibling_groups(gr, by_construct=True)
+    if group is None:
+        group = sibling_groups(gr, by_construct=True)
     n_groups = int(group.max()) + 1
     work = gr["work"].to_numpy(np.float64)
     is_chunk = is_one_of(gr["kind"], "chunk")

@@ -63,6 +63,17 @@ class Context:
     reference: object = None          # another run's graph (work deviation)
     accesses: object = None           # the run's data accesses (NUMA locality)
     values: dict = field(default_factory=dict)
+    # intermediates several metrics read, made once per graph (sibling_groups)
+    shared: dict = field(default_factory=dict)
+
+    def sibling_groups(self):
+        """The grains' sibling groups (grainlab.metrics.groups.SiblingGroups),
+        made once for load balance and scatter: grouping 10^7 grains is a
+        sort each time."""
+        if "sibling_groups" not in self.shared:
+            from .groups import SiblingGroups
+            self.shared["sibling_groups"] = SiblingGroups(self.g.grains)
+        return self.shared["sibling_groups"]
 
 
 @dataclass(frozen=True)
@@ -139,13 +150,17 @@ def _parallel_benefit(ctx):
 
 def _load_balance(ctx):
     from . import load_balance
-    load_balance.compute(ctx.g)
+    load_balance.compute(ctx.g, ctx.sibling_groups().by_construct)
     return {}
 
 
 def _scatter(ctx):
     from . import scatter
-    distance = scatter.compute(ctx.g)
+    distance = scatter.compute(ctx.g, ctx.sibling_groups().plain)
+    # the last reader in this order: the labels (16 B per grain) are not
+    # kept through instantaneous parallelism, the metrics' peak (a reader
+    # placed later would make them again, the same)
+    ctx.shared.pop("sibling_groups", None)
     return {"scatter_distance": distance,
             "cores_per_socket": scatter.cores_per_socket(ctx.g.meta, ctx.values["cores_used"])}
 

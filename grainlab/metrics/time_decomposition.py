@@ -54,46 +54,33 @@ COLUMNS = ("work", "create", "schedule", "sync", "runtime", "overhead", "off_cpu
 def per_thread(g) -> pd.DataFrame:
     nodes = g.nodes
     types = nodes["type"]
-    thread = nodes["thread"].to_numpy(np.int64)
+    thread = nodes["thread"].to_numpy()
     # thread time really spent: wall weights even in a graph weighed by CPU
     # time (grainlab.metrics.preemption.weigh_cpu)
     dur = nodes["wall_duration" if "wall_duration" in nodes.columns else "duration"].to_numpy(
         np.int64)
     start = nodes["start"].to_numpy(np.int64)
     end = nodes["end"].to_numpy(np.int64)
-    threads = np.unique(thread[thread >= 0])
-    if len(threads) == 0:
+    if len(dur) == 0 or thread.max() < 0:
         return pd.DataFrame(columns=["thread", *COLUMNS])
     window = int(end.max() - start.min())
-
-    def total_by_thread(mask, t=thread, w=dur):
-        sel = mask & (t >= 0)
-        s = pd.Series(w[sel]).groupby(t[sel]).sum()
-        return s.reindex(threads, fill_value=0).to_numpy(np.int64)
 
     # with CPU time: each node's off-CPU time is booked apart (off_cpu), the
     # categories keep the CPU part of the node weights
     from .preemption import node_off_cpu
     own_off = node_off_cpu(g)
-    if own_off is None:
-        own_off = np.zeros(len(dur))
-    own_off = np.nan_to_num(own_off)
-    cpu = dur - np.minimum(own_off, dur)
-    work = total_by_thread(is_one_of(types, "fragment", "chunk"), w=cpu)
-    create = total_by_thread(is_one_of(types, "fork"), w=cpu)
-    schedule = total_by_thread(is_one_of(types, "bookkeeping"), w=cpu)
-    is_join = is_one_of(types, "join")
-    # joins: charge each resuming thread (continuation successor) the join's duration
     e = g.edges
-    # node ids, only indexed with: read in their own dtype (int32 while they
-    # fit, docs/graph-model.md "Ids"), not copied edge by edge into int64
-    src = e["src"].to_numpy()
-    dst = e["dst"].to_numpy()
-    cont = is_one_of(e["type"], "continuation") & is_join[src]
-    sync = total_by_thread(np.ones(cont.sum(), bool), thread[dst[cont]], cpu[src[cont]])
+    src = e["src"].to_numpy(np.int64)
+    dst = e["dst"].to_numpy(np.int64)
+    if own_off is None and _exact_in_float(dur, thread):
+        threads, work, create, schedule, sync = _category_sums(types, thread, dur, src, dst,
+                                                               e["type"])
+        off_cpu = np.zeros(len(threads), np.int64)
+    else:
+        threads, work, create, schedule, sync, off_cpu = _category_sums_pandas(
+            types, thread, dur, own_off, src, dst, e["type"])
     busy = work + create + schedule + sync
-    off_cpu = np.minimum(total_by_thread(np.ones(len(dur), bool), w=np.rint(own_off)),
-                         np.maximum(window - busy, 0))
+    off_cpu = np.minimum(off_cpu, np.maximum(window - busy, 0))
     rest = np.maximum(window - busy - off_cpu, 0)
     idle = np.minimum(rest, _nothing_runnable(g, threads, thread, start, end))
     runtime = rest - idle
@@ -102,6 +89,73 @@ def per_thread(g) -> pd.DataFrame:
                          "schedule": schedule, "sync": sync, "runtime": runtime,
                          "overhead": overhead, "off_cpu": off_cpu, "idle": idle,
                          "total": work + overhead + off_cpu + idle})
+
+
+def _exact_in_float(dur, thread) -> bool:
+    """Sums of these int64 weights are exact in float64 (np.bincount's
+    weights): every partial sum of non-negative integers is below 2^53;
+    and thread ids are small enough for a dense table."""
+    return (len(dur) == 0 or (int(dur.min()) >= 0 and int(dur.sum()) < 1 << 53)) \
+        and int(thread.max()) < 1 << 20
+
+
+def _category_sums(types, thread, dur, src, dst, edge_type):
+    """(threads, work, create, schedule, sync) per thread: one np.bincount
+    of (node type, thread) keys instead of a pandas groupby per category
+    (at 10^7 grains: no node-sized masks, copies or factorized keys per
+    category). `_exact_in_float` holds, so the sums are the int64 ones."""
+    slot = thread.astype(np.intp)       # thread + 1: slot 0 is "no thread" (-1)
+    slot += 1
+    width = int(slot.max()) + 1
+    cats = list(types.cat.categories) if isinstance(types.dtype, pd.CategoricalDtype) else None
+    if cats is None:                    # hand-made graphs: strings
+        cats = list(pd.unique(types.to_numpy()))
+        codes = pd.Categorical(types.to_numpy(), categories=cats).codes
+    else:
+        codes = types.cat.codes.to_numpy()
+    key = codes.astype(np.intp)
+    key *= width
+    key += slot
+    sums = np.bincount(key, weights=dur, minlength=(len(cats) + 1) * width)
+    del key
+    sums = sums.reshape(-1, width).astype(np.int64)
+
+    def of(*names):
+        return sum((sums[cats.index(n)] for n in names if n in cats), np.zeros(width, np.int64))
+    present = np.bincount(slot, minlength=width) > 0
+    present[0] = False
+    # joins: charge each resuming thread (continuation successor) the join's duration
+    is_join = codes == cats.index("join") if "join" in cats else np.zeros(len(codes), bool)
+    cont = is_one_of(edge_type, "continuation") & is_join[src]
+    sync = np.bincount(slot[dst[cont]], weights=dur[src[cont]], minlength=width).astype(np.int64)
+    keep = np.flatnonzero(present)
+    return (keep - 1, of("fragment", "chunk")[keep], of("fork")[keep],
+            of("bookkeeping")[keep], sync[keep])
+
+
+def _category_sums_pandas(types, thread, dur, own_off, src, dst, edge_type):
+    """`_category_sums` by pandas groupby sums, for what it cannot do exactly:
+    CPU time weights (floats) and sums past 2^53."""
+    thread = thread.astype(np.int64)
+    threads = np.unique(thread[thread >= 0])
+
+    def total_by_thread(mask, t=thread, w=dur):
+        sel = mask & (t >= 0)
+        s = pd.Series(w[sel]).groupby(t[sel]).sum()
+        return s.reindex(threads, fill_value=0).to_numpy(np.int64)
+
+    if own_off is None:
+        own_off = np.zeros(len(dur))
+    own_off = np.nan_to_num(own_off)
+    cpu = dur - np.minimum(own_off, dur)
+    work = total_by_thread(is_one_of(types, "fragment", "chunk"), w=cpu)
+    create = total_by_thread(is_one_of(types, "fork"), w=cpu)
+    schedule = total_by_thread(is_one_of(types, "bookkeeping"), w=cpu)
+    is_join = is_one_of(types, "join")
+    cont = is_one_of(edge_type, "continuation") & is_join[src]
+    sync = total_by_thread(np.ones(cont.sum(), bool), thread[dst[cont]], cpu[src[cont]])
+    off_cpu = total_by_thread(np.ones(len(dur), bool), w=np.rint(own_off))
+    return threads, work, create, schedule, sync, off_cpu
 
 
 def _nothing_runnable(g, threads, thread, start, end) -> np.ndarray:
@@ -118,8 +172,7 @@ def _nothing_runnable(g, threads, thread, start, end) -> np.ndarray:
     began = g.grains["start"].to_numpy(np.int64)[child[ok]]
     _, rs, re_ = union_by_group(np.zeros(ok.sum(), np.int64), created, began)
     # per thread: the gaps between its nodes, within its own lifetime
-    t_ok = thread >= 0
-    gt, bs, be = union_by_group(thread[t_ok], start[t_ok], end[t_ok])
+    gt, bs, be = union_by_group(thread, start, end, mask=thread >= 0)
     out = np.zeros(len(threads), np.int64)
     if len(bs) == 0:
         return out + (hi - lo)
