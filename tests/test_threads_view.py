@@ -232,7 +232,7 @@ def test_most_grains_flagged_colours_by_value(record):
     assert f"{np.nanmax(v):.3g}" == steps[0].split("–")[1]
     assert f"{np.nanmin(v):.3g}" == steps[4].split("–")[0]
     from grainlab.export.palette import severity_names
-    assert severity_names(steps)[4] == f"worst fifth by value ({steps[4]})"
+    assert severity_names(steps)[4] == f"worst fifth ({steps[4]})"
     # at the median (about half flagged) the steps are the distance past the threshold
     assert not data.by_value("parallel_benefit", float(np.nanmedian(v)))
     assert data.value_steps("parallel_benefit", float(np.nanmedian(v))) is False

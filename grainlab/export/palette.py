@@ -63,8 +63,9 @@ def severity_names(by_value=False) -> list:
     if by_value:
         names = ["problem: mildest fifth by value", "2nd fifth by value", "3rd fifth by value",
                  "4th fifth by value", "worst fifth by value"]
-        if isinstance(by_value, (list, tuple)):
-            names = [f"{n} ({r})" for n, r in zip(names, by_value)]
+        if isinstance(by_value, (list, tuple)):   # short: the legend's columns are narrow
+            names = [f"{n} fifth ({r})" for n, r in
+                     zip(("mildest", "2nd", "3rd", "4th", "worst"), by_value)]
         return names
     return ["problem: < 20% past threshold", "20-40% past", "40-60% past", "60-80% past",
             "> 80% past"]
