@@ -53,7 +53,7 @@ import pyarrow.parquet as pq
 
 from .. import schema as S
 from ..errors import GrainlabError, UsageError
-from ..trace.trace import events_frame
+from ..trace.trace import read_events
 
 BOUNDARY = (S.THREAD_BEGIN, S.THREAD_END, S.PARALLEL_BEGIN, S.PARALLEL_END,
             S.IMPLICIT_BEGIN, S.IMPLICIT_END)
@@ -187,13 +187,9 @@ def read_part(path, part: dict):
     path = os.fspath(path)
     parquet, meta = open_trace(Path(path))
     groups = _row_groups(parquet, part)
-    table = parquet.read_row_groups(groups, use_threads=True) if groups else \
-        parquet.schema_arrow.empty_table()
-    sizes = np.array([parquet.metadata.row_group(r).num_rows for r in groups], np.int64)
-    events = events_frame(table, groups, sizes)
-    hz = float(meta["clock"]["hz"])
-    events["time"] = np.rint(events["tsc"].to_numpy().astype(np.float64) * (1e9 / hz)
-                             ).astype(np.int64)
+    # the loader's own reader, on the part's row groups: each column filled
+    # in place a few row groups at a time (no Arrow table beside its copy)
+    events, _ = read_events(parquet, Path(path), meta, groups)
     events, folded = fold_dependence_waits(events)
     if folded:
         meta["dependence_waits"] = folded

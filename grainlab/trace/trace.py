@@ -280,23 +280,6 @@ class Trace:
         return info_of(self)
 
 
-def events_frame(table: pa.Table, groups, sizes) -> pd.DataFrame:
-    """The event rows of `table` (row groups `groups` of the file, `sizes`
-    rows each, in order) as a DataFrame with their `row_group` column."""
-    columns = {}
-    for name in table.column_names:
-        col = table.column(name)
-        if name.startswith(S.COUNTER_PREFIX):
-            # Nullable Int64: counters are null on rows that do not bound a fragment.
-            columns[name] = col.cast(pa.int64()).to_pandas(
-                types_mapper={pa.int64(): pd.Int64Dtype()}.get).array
-        else:
-            columns[name] = col.to_numpy()
-    events = pd.DataFrame(columns, copy=False)
-    events["row_group"] = np.repeat(np.asarray(groups, np.int32), sizes)
-    return events
-
-
 # Rows read from the file per step, at most (whole row groups, several
 # together up to this many; a bigger one alone): the Arrow table of one step
 # (~15 MB) is all the reader holds beside the columns it fills. At 28M
