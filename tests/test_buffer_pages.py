@@ -92,6 +92,11 @@ def test_page_steps_with_counters(record):
     assert len(steps) >= 2
     col = "counter:task-clock"
     assert steps[col].notna().all()
+    sampled = []
     for _, rows in ev.groupby("thread"):
         v = rows[col].dropna().to_numpy()
-        assert len(v) > STEP and (np.diff(v) >= 0).all()
+        assert (np.diff(v) >= 0).all()
+        sampled.append(len(v))
+    # across the steps: a thread's samples span several of them (on a busy
+    # machine the second thread may run few tasks, so not every thread does)
+    assert max(sampled) > STEP

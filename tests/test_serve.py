@@ -117,6 +117,17 @@ def server(fib_trace):
     s.stop()
 
 
+def click_plot_at(d, plot, x, y, w, h):
+    """A real mouse click at (x, y) px from the plot's top left (w x h px).
+    The plot's top is scrolled to the window's top first: Selenium scrolls
+    only the element's centre into view, which can leave a point near the
+    top of a tall plot outside the window (the click then hits nothing)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    d.execute_script("arguments[0].scrollIntoView({block: 'start'});", plot)
+    ActionChains(d).move_to_element_with_offset(plot, int(x - w / 2), int(y - h / 2)).click() \
+        .perform()
+
+
 def wait_for(fn, timeout=120, what="condition"):   # a hang detector, not a speed bound
     t0 = time.monotonic()
     last = None
@@ -206,7 +217,6 @@ def test_click_a_grain_shows_its_source_line(browser, server, fib_trace):
     d = browser
     open_page(d, server.url)
     # A real mouse click at the pixel where grain #0 starts on the plot.
-    from selenium.webdriver.common.action_chains import ActionChains
     pos = d.execute_script("""
         const gd = document.querySelector('#graph-fig .js-plotly-plot');
         for (const tr of gd._fullData) {  // typed arrays, decoded
@@ -223,8 +233,7 @@ def test_click_a_grain_shows_its_source_line(browser, server, fib_trace):
     assert pos, "grain #0 is not drawn"
     x, y, w, h = pos
     plot = d.find_element("css selector", "#graph-fig .js-plotly-plot")
-    ActionChains(d).move_to_element_with_offset(plot, int(x - w / 2), int(y - h / 2)).click() \
-        .perform()
+    click_plot_at(d, plot, x, y, w, h)
     title = wait_for(lambda: text(d, "#details-title"), what="details of the clicked grain")
     gid = int(re.search(r"#(\d+)", title).group(1))
     assert "grain=" in d.current_url
@@ -476,7 +485,6 @@ def test_collapse_and_expand_round_trip(browser, tmp_path):
         first = drawn(d)
         assert first.get("summary"), first.keys()
         n0 = {k: len(v) for k, v in first.items()}
-        from selenium.webdriver.common.action_chains import ActionChains
         pos = d.execute_script("""
             const gd = document.querySelector('#graph-fig .js-plotly-plot');
             const L = gd._fullLayout;
@@ -490,8 +498,7 @@ def test_collapse_and_expand_round_trip(browser, tmp_path):
         assert pos, "no summary drawn"
         x, y, w, h, token = pos
         plot = d.find_element("css selector", "#graph-fig .js-plotly-plot")
-        ActionChains(d).move_to_element_with_offset(plot, int(x - w / 2), int(y - h / 2)) \
-            .click().perform()
+        click_plot_at(d, plot, x, y, w, h)
         wait_for(lambda: "expand=" in d.current_url, what="the expansion in the URL")
         assert token in d.current_url
         wait_for(lambda: len(drawn(d).get("fragment", [])) > n0.get("fragment", 0),

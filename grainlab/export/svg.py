@@ -239,8 +239,10 @@ def _edges(d: Drawing, cx, y0, y1, to_px) -> list:
     return [f'<line class="{cls[i]}" data-src="{s[i]}" data-dst="{t[i]}" '
             f'{f"data-count={chr(34)}{count[i]}{chr(34)} " if bundled[i] else ""}'
             f'x1="{cx[s][i]:.1f}" y1="{ya[i]:.1f}" x2="{cx[t][i]:.1f}" y2="{yb[i]:.1f}" '
-            f'stroke="{color[i]}" stroke-width="{width[i]:.2g}" opacity="0.8">'
-            f'{f"<title>{count[i]} {typ[i]} edges</title>" if bundled[i] else ""}</line>'
+            f'stroke="{color[i]}" stroke-width="{width[i]:.2g}" opacity="0.8"'
+            # empty elements self-closed, as XML serializers (IPython's SVG
+            # display among them) write them: the notebook shows these bytes
+            + (f'><title>{count[i]} {typ[i]} edges</title></line>' if bundled[i] else '/>')
             for i in order]
 
 
