@@ -132,13 +132,15 @@ class AppData:
             sev[hit] = (rank + 1) / len(rank)
         return sev, int(hit.sum())
 
-    def value_steps(self, problem: str, threshold):
+    def value_steps(self, problem: str, threshold, sev=None):
         """False, or, when the view colours by value (by_value), the five
         fifths' value ranges, mildest first ("0.12–0.48"): the legend names
-        them, so the steps read as a scale of the metric."""
+        them, so the steps read as a scale of the metric. sev: this view's
+        severity (severity()) when the caller has it already."""
         if not self.by_value(problem, threshold):
             return False
-        sev, _ = self.severity(problem, threshold)
+        if sev is None:
+            sev, _ = self.severity(problem, threshold)
         step = severity_class(sev)
         v = self.grains[problem].to_numpy(np.float64)
         out = []

@@ -81,7 +81,7 @@ class FigureCache:
         if which == "dag":
             d = self.drawing(state, None if problem == NO_PROBLEM else sev)
             fig = dag_figure(d, hover=data.hover,
-                             by_value=data.value_steps(problem, state["threshold"]))
+                             by_value=data.value_steps(problem, state["threshold"], sev))
             c = d.counts()
             level = (f"{len(d.items)} elements ({c.get('summary', 0)} collapsed subtrees, "
                      "click one to expand)" if c.get("summary") else f"{len(d.items)} elements")
@@ -97,7 +97,7 @@ class FigureCache:
         else:
             fig, level = threads_figure(
                 data.timeline, cls, data.critical, list(data.thread_rows), window=zoom,
-                hover_labels=data.hover, by_value=data.value_steps(problem, state["threshold"]),
+                hover_labels=data.hover, by_value=data.value_steps(problem, state["threshold"], sev),
                 title="Threads: work (as on the graph), runtime, idle; drag to zoom in time")
         return fig.to_dict(), level, count, None
 
