@@ -173,11 +173,8 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08, subplot_titles=(
         "Exposed: in DAG time (grains at their earliest start)",
         "Achieved: in wall-clock time (grains running) vs cores"))
-    dag_unit = wall_unit = ("ms", MS)
+    (t, dag_unit), (tw, wall_unit) = _panel_times(ideal, "start"), _panel_times(achieved, "time")
     if len(ideal):
-        t = ideal["start"].to_numpy(np.float64) - ideal["start"].iloc[0]
-        dag_unit = time_unit(t[-1])
-        t = t / dag_unit[1]
         fig.add_trace(go.Scatter(x=t, y=ideal["optimistic"], mode="lines", line_shape="hv",
                                  name="exposed (optimistic)", line=dict(color="#3182bd")),
                       row=1, col=1)
@@ -186,9 +183,7 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
                                  line=dict(color="#9ecae1", dash="dot")), row=1, col=1)
     top = float(cores)
     if len(achieved):
-        t = achieved["time"].to_numpy(np.float64) - achieved["time"].iloc[0]
-        wall_unit = time_unit(t[-1])
-        t = t / wall_unit[1]
+        t = tw
         run = achieved["running"].to_numpy(np.float64)
         top = max(top, float(run.max()) if len(run) else top)
         fig.add_trace(go.Scatter(x=t, y=run, mode="lines", line_shape="hv", fill="tozeroy",
@@ -215,11 +210,18 @@ def parallelism_figure(ideal: pd.DataFrame, achieved: pd.DataFrame, cores: int,
 def parallelism_extents(ideal: pd.DataFrame, achieved: pd.DataFrame) -> tuple[float, float]:
     """The time each panel of parallelism_figure spans, in the unit its axis
     shows: (exposed, in DAG time; achieved, in wall-clock time)."""
-    out = []
-    for df, col in ((ideal, "start"), (achieved, "time")):
-        ext = float(df[col].iloc[-1] - df[col].iloc[0]) if len(df) else 0.0
-        out.append(ext / time_unit(ext)[1])
-    return out[0], out[1]
+    (a, _), (b, _) = _panel_times(ideal, "start"), _panel_times(achieved, "time")
+    return (float(a[-1]) if len(a) else 0.0), (float(b[-1]) if len(b) else 0.0)
+
+
+def _panel_times(df: pd.DataFrame, col: str) -> tuple[np.ndarray, tuple]:
+    """A panel's times from its first, in the unit its extent reads in, and
+    that unit (time_unit): what its axis shows and its zoom is kept in."""
+    if not len(df):
+        return np.zeros(0), ("ms", MS)
+    t = df[col].to_numpy(np.float64) - df[col].iloc[0]
+    unit = time_unit(t[-1])
+    return t / unit[1], unit
 
 
 def time_unit(extent_ns: float) -> tuple:
