@@ -83,6 +83,12 @@ def fit_to_trace(rows: int) -> None:
     if setter is not None:      # numpy builds without it have no advice to change
         setter(large)
     global _heap_only
+    from . import array_cache
+    if large:
+        # numpy's large arrays from already-faulted memory (array_cache.py)
+        array_cache.install(hugepage=True)
+    else:
+        array_cache.uninstall()
     if not large:
         _mallopt(M_MMAP_MAX, 0)
         _mallopt(M_TRIM_THRESHOLD, SMALL_TRIM_BYTES)

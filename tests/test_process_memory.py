@@ -51,10 +51,14 @@ seen = {"start": multiarray._get_madvise_hugepage()}
 grainlab.analyze(path).metrics
 seen["library"] = multiarray._get_madvise_hugepage()
 seen["library_heap"] = big_array_from_heap()
+seen["library_handler"] = multiarray.get_handler_name()
 with contextlib.redirect_stdout(io.StringIO()):
     seen["code"] = cli.main(["analyze", "--json", path])
 seen["cli"] = multiarray._get_madvise_hugepage()
 seen["cli_heap"] = big_array_from_heap()
+seen["cli_handler"] = multiarray.get_handler_name()
+from grainlab import array_cache
+seen["cache_built"] = array_cache.available()
 print(json.dumps(seen))
 """
 
@@ -87,9 +91,14 @@ def test_a_small_trace_gets_the_small_profile_and_the_library_keeps_the_defaults
     # the command line, small profile: no advice, big arrays from the heap
     assert seen["cli"] is False
     assert seen["cli_heap"] is True
+    # numpy's own allocator in the library and the small profile
+    assert seen["library_handler"] == seen["cli_handler"] == "default_allocator"
 
 
 def test_the_setting_overrides_the_size(small_trace):
     seen = probe(small_trace, "large")
     assert seen["code"] == 0
     assert seen["cli"] is True and seen["cli_heap"] is False
+    # the large profile: numpy's arrays from grainlab's array cache, where built
+    assert seen["cli_handler"] == ("grainlab_array_cache" if seen["cache_built"]
+                                   else "default_allocator")

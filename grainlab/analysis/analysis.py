@@ -197,6 +197,10 @@ class Analysis:
         values = compute_all(self.graph, interval=self.interval, progress=self.progress,
                              reference=None if ref is None else ref.graph,
                              accesses=self.trace.accesses)
+        # the build's and metrics' freed arrays, kept for reuse meanwhile
+        # (grainlab/array_cache.py), go back: what follows holds its own
+        from .. import array_cache
+        array_cache.trim()
         return self.graph, values
 
     @property
