@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from .. import array_cache
 from .critical_path import annotate_critical_path, longest_path
 from .edges import make_edges
 from .events import load_rows
@@ -85,6 +86,10 @@ def build(trace, creation_quantile: float = 0.10, checkpoint=None,
     finally:
         if lane:
             lane.shutdown(wait=True)
+        # the build's freed arrays, kept for its own reuse (grainlab/array_cache.py),
+        # go back: the metrics' pandas tables come from malloc, not the cache,
+        # and would otherwise add to the peak beside them
+        array_cache.trim()
 
 
 def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGraph:
