@@ -47,7 +47,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import array_cache
-from .critical_path import annotate_critical_path, longest_path
+from .critical_path import annotate_critical_path, longest_path_and_order
 from .edges import make_edges
 from .events import load_rows
 from .model import GrainGraph
@@ -114,7 +114,7 @@ def _build(trace, creation_quantile, check, lane, creation_cost=None) -> GrainGr
     check()
     edges = edges.result() if lane else make_edges(orows, owners, slots, ids)
     join_weights(nodes.columns, edges.src, edges.dst)
-    found = lane.submit(longest_path, **_path_arrays(nodes.columns), src=edges.src,
+    found = lane.submit(longest_path_and_order, **_path_arrays(nodes.columns), src=edges.src,
                         dst=edges.dst) if lane else None
     facts = slot_facts(orows, owners, chunks, slots, nodes, edges)
     # drop the builder's largest scratch (rows, slots, which node each slot

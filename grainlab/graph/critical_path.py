@@ -62,9 +62,16 @@ def node_arrays(nodes: pd.DataFrame) -> dict:
 def longest_path(duration, start, end, is_join, released, src, dst):
     """(path node ids in order, span, earliest finish per node, order source)
     of the graph of nodes with these columns (`node_arrays`) and edges src -> dst."""
+    return longest_path_and_order(duration, start, end, is_join, released, src, dst)[:4]
+
+
+def longest_path_and_order(duration, start, end, is_join, released, src, dst):
+    """`longest_path`'s four values and the topological order it used (kept
+    on the graph by `annotate_critical_path`, so later spans of the same
+    graph, e.g. the parallel part's, need no sort of their own)."""
     n = len(duration)
     if n == 0:
-        return np.empty(0, np.int64), 0, np.empty(0, np.int64), "empty"
+        return np.empty(0, np.int64), 0, np.empty(0, np.int64), "empty", np.empty(0, np.int64)
     w = np.ascontiguousarray(duration, dtype=np.int64)
     src, dst, kernel = _edge_ends(src, dst)
     order, rank, how = topological_order(start, end, is_join, released, src, dst)
@@ -80,7 +87,20 @@ def longest_path(duration, start, end, is_join, released, src, dst):
     while 0 <= v < n:   # walks the path only (its length), not the graph
         path.append(v)
         v = int(pred[v])
-    return np.asarray(path[::-1], dtype=np.int64), span, finish, how
+    return np.asarray(path[::-1], dtype=np.int64), span, finish, how, order
+
+
+def graph_order(g) -> np.ndarray:
+    """A topological order of `g`'s nodes: the one its critical path was
+    found in (`annotate_critical_path` keeps it, at the ids' width), else
+    made now (`topological_order` over the node table)."""
+    order = getattr(g, "topological_order", None)
+    if order is not None and len(order) == len(g.nodes):
+        return order
+    src, dst, _ = _edge_ends(g.edges["src"].to_numpy(), g.edges["dst"].to_numpy())
+    times = node_arrays(g.nodes)
+    del times["duration"]
+    return topological_order(**times, src=src, dst=dst)[0]
 
 
 def span_in_order(order, w, src, dst) -> int:
@@ -172,9 +192,13 @@ def annotate_critical_path(g, found=None) -> None:
     columns of nodes, edges and grains. found: `longest_path`'s result when
     already computed (the builder computes it while it makes the tables)."""
     if found is None:
-        found = longest_path(**node_arrays(g.nodes), src=g.edges["src"].to_numpy(),
-                             dst=g.edges["dst"].to_numpy())
-    path, span, finish, how = found
+        found = longest_path_and_order(**node_arrays(g.nodes), src=g.edges["src"].to_numpy(),
+                                       dst=g.edges["dst"].to_numpy())
+    path, span, finish, how = found[:4]
+    if len(found) > 4:      # 4 bytes a node while the ids fit (columns.id_dtype)
+        order = found[4]
+        g.topological_order = order.astype(g.edges["src"].dtype, copy=False) \
+            if g.edges["src"].dtype == np.int32 else order
     g.critical_path = path
     g.span = span
     g.topological_order_source = how

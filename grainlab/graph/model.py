@@ -35,6 +35,8 @@ class GrainGraph:
         self.critical_grains = np.empty(0, dtype=np.int64)
         self.span = 0
         self.topological_order_source = ""
+        # the node order the critical path was found in (critical_path.graph_order)
+        self.topological_order = None
         # parallelism over time at the earliest starts, one row per interval:
         # kept by grainlab.metrics.instantaneous_parallelism.compute
         self.ideal_profile = None
