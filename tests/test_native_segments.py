@@ -111,3 +111,29 @@ def test_compiled_running_owners_equal_numpy_twin(build, seed):
     for a, b in zip(native, twin):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_compiled_fork_gaps_equal_numpy_twin(build, seed):
+    """gl_gap_to_next against _gap_numpy: rows in per-thread time order with
+    runs of dependence rows (the creation's), creations anywhere, the last row
+    of a thread and of the trace among them, times that go back (gap 0)."""
+    from types import SimpleNamespace
+
+    from grainlab import schema as S
+    from grainlab.graph.slots import _gap_kernel, _gap_numpy, _gap_to_next_runtime_row
+    rng = np.random.default_rng(300 + seed)
+    n = int(rng.integers(1, 3000))
+    thread = np.sort(rng.integers(0, int(rng.integers(1, 5)), n)).astype(np.uint16)
+    codes = np.array([S.TASK_CREATE, S.DEPENDENCE, S.TASK_DEPENDENCE, S.TASK_SCHEDULE,
+                      S.SYNC_BEGIN], np.uint8)
+    event = codes[rng.integers(0, len(codes), n)]
+    time = np.cumsum(rng.integers(-3, 20, n)).astype(np.int64)
+    idx = np.sort(rng.choice(n, int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
+    idx = np.unique(np.append(idx, [n - 1]))          # the trace's last row
+    rows = SimpleNamespace(event=event, thread=thread, time=time)
+    twin = _gap_numpy(event, thread, time, idx)
+    assert _gap_kernel() is not None
+    native = _gap_to_next_runtime_row(rows, idx)
+    assert native.dtype == twin.dtype and np.array_equal(native, twin)
+    assert (twin >= 0).all() and twin[-1] == 0

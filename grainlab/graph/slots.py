@@ -198,17 +198,43 @@ def _migration_slots(parts, r, own, sc) -> None:
 
 def _gap_to_next_runtime_row(r, idx):
     """Time from each row to the next row of its thread that is not a
-    DEPENDENCE / TASK_DEPENDENCE row (those belong to the creation)."""
-    n = len(r)
-    dep = isin_small(r.event, (S.DEPENDENCE, S.TASK_DEPENDENCE))
+    DEPENDENCE / TASK_DEPENDENCE row (those belong to the creation): the
+    compiled kernel (gl_gap_to_next) where built, else the numpy twin."""
+    kernel = _gap_kernel()
+    if kernel is None or r.event.dtype != np.uint8 or r.thread.dtype != np.uint16 \
+            or r.time.dtype != np.int64:
+        return _gap_numpy(r.event, r.thread, r.time, idx)
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    gap = np.empty(len(idx), np.int64)
+    event, thread, time = (np.ascontiguousarray(a) for a in (r.event, r.thread, r.time))
+    rc = kernel(len(event), event.ctypes.data, thread.ctypes.data, time.ctypes.data,
+                len(idx), idx.ctypes.data, S.DEPENDENCE, S.TASK_DEPENDENCE, gap.ctypes.data)
+    if rc != 0:
+        raise GrainlabError("a task creation row outside the trace's rows "
+                            "(a grainlab bug: please report it with the trace)")
+    return gap
+
+
+def _gap_kernel():
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_gap_to_next", [i, p, p, p, i, p, i, i, p])
+
+
+def _gap_numpy(event, thread, time, idx):
+    """The twin of gl_gap_to_next (a row-sized running minimum of the next
+    row that is not a dependence row)."""
+    n = len(event)
+    dep = isin_small(event, (S.DEPENDENCE, S.TASK_DEPENDENCE))
     nxt = np.minimum.accumulate(np.where(~dep, np.arange(n), n)[::-1])[::-1]
     j = np.full(len(idx), n, dtype=np.int64)
     inside = idx + 1 < n
     j[inside] = nxt[idx[inside] + 1]
     ok = j < n
-    ok[ok] = r.thread[j[ok]] == r.thread[idx[ok]]
+    ok[ok] = thread[j[ok]] == thread[idx[ok]]
     gap = np.zeros(len(idx), dtype=np.int64)
-    gap[ok] = r.time[j[ok]] - r.time[idx[ok]]
+    gap[ok] = time[j[ok]] - time[idx[ok]]
     return np.maximum(gap, 0)
 
 

@@ -114,3 +114,25 @@ int gl_running_segments(int64_t n, const uint8_t *ev, const uint8_t *first,
   }
   return 0;
 }
+
+/* Fork weights (slots.py, _gap_to_next_runtime_row): for each of m row
+ * positions idx[k], the time from it to the next row of the same thread that
+ * is not a dependence row (event dep_a or dep_b: those belong to the
+ * creation), at least 0; 0 when the thread has no such row. Rows are in
+ * per-thread time order. The numpy twin makes a row-sized running minimum
+ * and three more row-sized arrays; here each create looks only at the rows
+ * after it (its own dependence rows). Returns 0; -2: a position out of range. */
+int gl_gap_to_next(int64_t n, const uint8_t *event, const uint16_t *thread,
+                   const int64_t *time, int64_t m, const int64_t *idx,
+                   int64_t dep_a, int64_t dep_b, int64_t *gap) {
+  for (int64_t k = 0; k < m; k++) {
+    int64_t i = idx[k];
+    if (i < 0 || i >= n) return -2;
+    int64_t j = i + 1;
+    while (j < n && (event[j] == dep_a || event[j] == dep_b)) j++;
+    int64_t d = 0;
+    if (j < n && thread[j] == thread[i]) d = time[j] - time[i];
+    gap[k] = d > 0 ? d : 0;
+  }
+  return 0;
+}
