@@ -221,6 +221,16 @@ def explicit_depth(index: IdIndex, parents, roots) -> int:
     up = index.get(parents)                         # explicit parent's position
     rooted = (up < 0) & np.isin(parents, roots)     # created by an implicit/initial task
     up = up.astype(np.int32 if n < (1 << 31) else np.int64)
+    from .forest import walk
+    found = walk(up, rooted)            # one compiled walk where built
+    if found is not None and not found[0]:
+        return found[1]
+    return _explicit_depth_numpy(up, rooted)
+
+
+def _explicit_depth_numpy(up: np.ndarray, rooted: np.ndarray) -> int:
+    """`explicit_depth`'s twin over parent positions `up` (-1: none)."""
+    n = len(up)
     # A chain whose top is not rooted starts from -BIG: its sum stays negative
     # (chains are shorter than BIG), so no `rooted` column rides along.
     big = 1 << 30 if n < (1 << 30) else 1 << 62

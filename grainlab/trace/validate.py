@@ -521,7 +521,14 @@ def _positions(pos: np.ndarray) -> np.ndarray:
 
 def _has_cycle(up: np.ndarray) -> bool:
     """Whether following `up` (parent position, -1 = root) from some element
-    never ends: pointer jumping halves every remaining path each pass, so a
+    never ends: one compiled walk (grainlab/trace/forest.py) where built."""
+    from .forest import walk
+    found = walk(up)
+    return found[0] if found is not None else _has_cycle_numpy(up)
+
+
+def _has_cycle_numpy(up: np.ndarray) -> bool:
+    """`_has_cycle`'s twin: pointer jumping halves every remaining path each pass, so a
     forest of n elements is done after ceil(log2 n) + 1 passes (+2 to spare)."""
     p = up.copy()
     live = np.flatnonzero(p >= 0)
