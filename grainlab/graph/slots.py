@@ -102,9 +102,13 @@ class _SlotParts:
         for f in self.parts:
             self.parts[f][:0] = other.parts[f]
 
-    def columns(self, consume: bool = False) -> dict:
+    def columns(self, consume: bool = False, fields=None) -> dict:
+        """The joined columns (of `fields`, default all); consume: each
+        field's parts freed as soon as it is joined."""
         out = {}
         for f, p in self.parts.items():
+            if fields is not None and f not in fields:
+                continue
             col = np.empty(sum(n for n, _ in p), self.DTYPES[f])
             at = 0
             for n, v in p:
@@ -138,7 +142,8 @@ def open_slots(orows: OwnedRows, owners, chunks, creation_quantile: float,
     tg_end = np.flatnonzero((r.event == S.SYNC_END) & is_tg)
     if len(tg_end):
         _taskgroup_joins(parts, parts.columns(), orows, tg_begin, tg_end)
-    cols = _chain_order(parts.columns(consume=True), orows.stride)
+    cols = _chain_order_parts(parts, orows.stride) if SCATTER_PARTS \
+        else _chain_order(parts.columns(consume=True), orows.stride)
     return Slots(**cols, n_barriers=n_barriers, forks=forks, parallel_end_rows=parallel_end,
                  taskgroup_begin_rows=tg_begin, taskgroup_end_rows=tg_end)
 
@@ -341,15 +346,71 @@ def _taskgroup_joins(parts, cols, orows, tg_begin, tg_end):
               start=r.time[tg_end])
 
 
+# The slots' columns straight from the parts into chain order (a scatter per
+# part) instead of joined first and then gathered: at fib 33 (45.6M slots) the
+# join was 3.4 s and a whole slot table of memory. False: the former path,
+# kept as the reference the tests compare with (tests/test_slot_scatter.py).
+SCATTER_PARTS = True
+
+
+def _chain_order_parts(parts: _SlotParts, stride: int) -> dict:
+    """`_chain_order` of the parts' columns, without joining them first: the
+    chain keys' order made from the joined owner, row and sub, then every
+    other field's parts written to their slots' places in that order."""
+    keys = ("owner", "row", "sub")
+    sl = parts.columns(consume=True, fields=keys)
+    o = _chain_permutation(sl, stride)
+    n = len(o)
+    for f in keys:
+        sl[f] = np.take(sl[f], o)
+    where = np.empty(n, id_dtype(n + 1))         # a slot's place in chain order
+    where[o] = np.arange(n, dtype=where.dtype)
+    del o
+    for f, p in parts.parts.items():
+        if f in keys:
+            continue
+        out = np.empty(n, parts.DTYPES[f])
+        at = 0
+        for m, v in p:
+            out[where[at:at + m]] = v
+            at += m
+        parts.parts[f] = []      # each field's parts freed as soon as it is placed
+        sl[f] = out
+    del where
+    return _chain_positions(sl)
+
+
+def _chain_permutation(sl: dict, stride: int) -> np.ndarray:
+    """The order of slots by (owner, row, sub)."""
+    subw = int(sl["sub"].max()) + 2 if len(sl["sub"]) else 2
+    if len(sl["owner"]) and int(sl["owner"].max()) * stride * subw < (1 << 62):
+        # ((owner * stride + row) * subw + sub + 1, made in one int64 array
+        # (pack and the arithmetic made six: 1.7 s at 45M slots, faulting)
+        key = sl["owner"].astype(np.int64)
+        key *= stride
+        key += sl["row"]
+        key *= subw
+        key += sl["sub"]
+        key += 1
+        return np.argsort(key)         # keys are unique: any sort will do
+    return lexsort((sl["sub"], sl["row"], sl["owner"]))
+
+
+def _chain_positions(sl: dict) -> dict:
+    """Chain positions, and grain defaults, of slot columns in chain order."""
+    # int32, the type of g.nodes' owner_seq it becomes (a chain of 2^31 nodes
+    # would not fit the node ids either)
+    sl["seq"] = cumcount(sl["owner"], np.int32 if len(sl["owner"]) < (1 << 31) else np.int64)
+    sl["seq"] = sl["seq"].astype(np.int32, copy=False)
+    sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
+    sl["grain"][sl["shared"] >= 0] = -1
+    return sl
+
+
 def _chain_order(sl: dict, stride: int) -> dict:
     """Slots sorted by (owner, row, sub), with their chain positions; a slot's
     grain defaults to its owner, shared barrier slots belong to no grain."""
-    subw = int(sl["sub"].max()) + 2 if len(sl["sub"]) else 2
-    key = pack(sl["owner"], sl["row"], stride) * subw + (sl["sub"] + 1)
-    if len(key) and int(sl["owner"].max()) * stride * subw < (1 << 62):
-        o = np.argsort(key)         # keys are unique: any sort will do
-    else:
-        o = lexsort((sl["sub"], sl["row"], sl["owner"]))
+    o = _chain_permutation(sl, stride)
     # one field at a time, into the buffer the previous field of the same
     # type left: one spare column per type instead of a fresh one per field
     spare: dict = {}
@@ -362,12 +423,7 @@ def _chain_order(sl: dict, stride: int) -> dict:
         sl[f] = out
         spare[a.dtype.str] = a
     del spare
-    # int32, the type of g.nodes' owner_seq it becomes (a chain of 2^31 nodes
-    # would not fit the node ids either)
-    sl["seq"] = cumcount(sl["owner"]).astype(np.int32)
-    sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
-    sl["grain"][sl["shared"] >= 0] = -1
-    return sl
+    return _chain_positions(sl)
 
 
 @dataclass
