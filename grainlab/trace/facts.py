@@ -221,7 +221,7 @@ def explicit_depth(index: IdIndex, parents, roots) -> int:
     up = index.get(parents)                         # explicit parent's position
     rooted = (up < 0) & np.isin(parents, roots)     # created by an implicit/initial task
     up = up.astype(np.int32 if n < (1 << 31) else np.int64)
-    from .forest import walk
+    from .task_tree import walk
     found = walk(up, rooted)            # one compiled walk where built
     if found is not None and not found[0]:
         return found[1]

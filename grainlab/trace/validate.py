@@ -521,8 +521,8 @@ def _positions(pos: np.ndarray) -> np.ndarray:
 
 def _has_cycle(up: np.ndarray) -> bool:
     """Whether following `up` (parent position, -1 = root) from some element
-    never ends: one compiled walk (grainlab/trace/forest.py) where built."""
-    from .forest import walk
+    never ends: one compiled walk (grainlab/trace/task_tree.py) where built."""
+    from .task_tree import walk
     found = walk(up)
     return found[0] if found is not None else _has_cycle_numpy(up)
 

@@ -1,5 +1,5 @@
-"""The task forest's compiled walk (grainlab/native/forest.c via
-grainlab/trace/forest.py) against its numpy twins: the cycle check of
+"""The task forest's compiled walk (grainlab/native/task_tree.c via
+grainlab/trace/task_tree.py) against its numpy twins: the cycle check of
 validation (validate._has_cycle_numpy) and the deepest task of `info`
 (facts._explicit_depth_numpy), on random forests in any order, with unrooted
 chains, cycles (self-loops and longer) and both id widths."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grainlab.trace.facts import _explicit_depth_numpy
-from grainlab.trace.forest import walk
+from grainlab.trace.task_tree import walk
 from grainlab.trace.validate import _has_cycle, _has_cycle_numpy
 
 pytestmark = pytest.mark.skipif(walk(np.full(1, -1, np.int32)) is None,

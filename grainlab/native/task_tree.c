@@ -1,4 +1,4 @@
-/* forest.c — walks up the explicit tasks' parent pointers, compiled.
+/* task_tree.c — walks up the explicit tasks' parent pointers, compiled.
  *
  * `grainlab info` and trace validation ask two things of the task forest
  * (up[i]: the position of task i's explicit parent, -1 for none): does
@@ -8,7 +8,7 @@
  * each a gather over the tasks still below a root (0.7 and 1.5 s at 11.4M
  * tasks). Here each task is visited once: a walk up from it stops at the
  * first task already known, and the tasks on the way get their depths on the
- * way back down. Loaded through ctypes; tests/test_native_forest.py proves
+ * way back down. Loaded through ctypes; tests/test_native_task_tree.py proves
  * both equal to their twins on random forests, with and without cycles. */
 #include <stddef.h>
 #include <stdint.h>
