@@ -1,9 +1,10 @@
 """The explicit tasks' parent forest walked once, compiled (grainlab/native/
 task_tree.c): whether following the parent pointers loops, and the deepest task
-whose chain reaches a rooted task. `has_cycle` and `depth` use the kernel when
-it is built (GRAINLAB_NATIVE=0: never), else their numpy twins
-(validate._has_cycle_numpy, facts._explicit_depth_numpy), proven equal on
-random forests by tests/test_native_task_tree.py."""
+whose chain reaches a rooted task. `walk` answers both;
+validate._has_cycle and facts.explicit_depth use it when the kernel is built
+(GRAINLAB_NATIVE=0: never), else their numpy twins (validate._has_cycle_numpy,
+facts._explicit_depth_numpy), proven equal on random forests by
+tests/test_native_task_tree.py."""
 from __future__ import annotations
 
 import ctypes
