@@ -81,3 +81,33 @@ class IdIndex:
 
     def contains(self, values) -> np.ndarray:
         return self.get(values) >= 0
+
+    @property
+    def unique(self) -> bool:
+        """No id is repeated (then `get` answers the one position of an id,
+        whichever way the index is built)."""
+        if self._table is not None:
+            return int(np.count_nonzero(self._table >= 0)) == self.n
+        if self._sorted is not None:
+            return not bool((self._sorted[1:] == self._sorted[:-1]).any())
+        return True
+
+    def permuted(self, perm) -> "IdIndex":
+        """The index of ids[perm] (perm a permutation of 0..n-1) from this
+        one, by renumbering its positions instead of building it anew: the
+        same answers as IdIndex(ids[perm]) when the ids are `unique`."""
+        perm = np.asarray(perm)
+        out = IdIndex.__new__(IdIndex)
+        out.n, out._table, out._sorted = self.n, None, None
+        if self.n == 0:
+            return out
+        if self._table is not None:
+            inv = np.empty(self.n + 1, dtype=self._table.dtype)
+            inv[perm] = np.arange(self.n, dtype=inv.dtype)
+            inv[-1] = -1                    # an absent entry (-1) reads the last: -1
+            out._table, out._base, out._limit = inv[self._table], self._base, self._limit
+        else:
+            inv = np.empty(self.n, dtype=np.int64)
+            inv[perm] = np.arange(self.n)
+            out._sorted, out._order = self._sorted, inv[self._order]
+        return out
