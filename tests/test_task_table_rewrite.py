@@ -560,3 +560,61 @@ def test_a_permuted_id_index_answers_as_one_built_anew(seed):
     assert np.array_equal(index.permuted(perm).get(queries), IdIndex(ids[perm]).get(queries))
     if len(ids) > 1:
         assert not IdIndex(np.concatenate([ids, ids[:1]])).unique
+
+
+def _random_ids(rng, kind, n):
+    """Collector ids (a direct table), with ids repeated, any ids (a
+    sorted search), ids of thread slot 0 or too sparse for a table."""
+    if kind == 0:
+        return ((rng.integers(0, 3, n).astype(np.uint64) + np.uint64(1)) << np.uint64(40)) \
+            + rng.integers(0, n + 1, n).astype(np.uint64)
+    if kind == 1:
+        return ((rng.integers(0, 2, n).astype(np.uint64) + np.uint64(1)) << np.uint64(40)) \
+            + rng.integers(0, max(n // 3, 1), n).astype(np.uint64)
+    if kind == 2:
+        return rng.integers(0, 1 << 62, n).astype(np.uint64)
+    return rng.integers(0, 1 << 42, n).astype(np.uint64)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_id_index_compiled_and_numpy_equal(seed):
+    """grainlab/native/idindex.c against its numpy twin: the same table and
+    the same answers, repeated ids included (the last position wins)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 3000))
+    ids = _random_ids(rng, seed % 4, n)
+    queries = np.concatenate([ids, rng.integers(0, 1 << 45, 100).astype(np.uint64),
+                              np.array([0, 2 ** 64 - 1, (1 << 40) - 1, 1 << 40, 70000 << 40],
+                                       np.uint64)])
+    twin = IdIndex(ids, native=False)
+    assert twin.unique == (len(np.unique(ids)) == len(ids))
+    for native in NATIVE[1:]:
+        index = IdIndex(ids, native=native)
+        assert (index._table is None) == (twin._table is None)
+        if twin._table is not None:
+            for a in ("_table", "_base", "_limit"):
+                x, y = getattr(index, a), getattr(twin, a)
+                assert x.dtype == y.dtype and np.array_equal(x, y), a
+        for dtype in (np.int64, np.int32, np.float64):
+            x, y = index.get(queries, dtype), twin.get(queries, dtype)
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        assert index.unique == twin.unique
+
+
+@pytest.mark.parametrize("native", NATIVE)
+def test_id_index_answers_into_a_given_array(native):
+    rng = np.random.default_rng(3)
+    for kind in range(4):
+        ids = _random_ids(rng, kind, 500)
+        index = IdIndex(ids, native=native)
+        queries = np.concatenate([ids[::-1], np.array([0, 5], np.uint64)])
+        for dtype in (np.int64, np.int32):
+            expected = index.get(queries, dtype)
+            whole = np.full(2 * len(queries), 9, dtype)
+            assert index.get(queries, out=whole[:len(queries)]) is not None
+            assert np.array_equal(whole[:len(queries)], expected)
+            assert (whole[len(queries):] == 9).all()
+            strided = np.full(2 * len(queries), 9, dtype)
+            index.get(queries, out=strided[::2])
+            assert np.array_equal(strided[::2], expected) and (strided[1::2] == 9).all()
+    assert np.array_equal(IdIndex([]).get([1, 2], out=np.zeros(2, np.int32)), [-1, -1])

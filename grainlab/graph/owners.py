@@ -67,9 +67,10 @@ def find_owners(trace) -> Owners:
     # then implicit ones by creation); their task rows are their identity
     # nodes. Only the columns the graph reads (not a copy of the whole task
     # table: it has ~25 columns), and none gathered when the rows are in
-    # order already (explicit tasks nearly always are: created in time order).
-    create_ns = ex["create_ns"]
-    ex_order = None if not np.any(create_ns[1:] < create_ns[:-1]) else argsort(create_ns)
+    # order already (as the lean build hands them).
+    create_ns = ex.get("create_ns")     # none: in creation order already
+    ex_order = None if create_ns is None or not np.any(create_ns[1:] < create_ns[:-1]) \
+        else argsort(create_ns)
 
     def take(column, order):
         return column if order is None else column[order]

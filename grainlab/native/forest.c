@@ -98,21 +98,22 @@ int gl_forest_levels(int64_t n, const int64_t *parent, const int8_t *tag, const 
   return 0;
 }
 
-/* parent[i] in [-1, m) for n rows, key[i] their creation tsc: rank[i] =
- * number of earlier rows with the same parent; count (m + 1 entries) and
- * last (m + 1) are scratch. Returns 1 (rank incomplete) when some parent's
- * keys decrease in row order, 2 when a parent is out of range, else 0. */
+/* parent[i] in [-1, m) for n rows (n < 2^31), key[i] their creation tsc:
+ * rank[i] = number of earlier rows with the same parent; count and last
+ * (m + 1 entries each: a parent's children so far, its last child's row)
+ * are scratch. Returns 1 (rank incomplete) when some parent's keys decrease
+ * in row order, 2 when a parent is out of range, else 0. */
 int gl_child_rank(int64_t n, const int64_t *parent, const uint64_t *key, int64_t m,
-                  int64_t *rank, int64_t *count, uint64_t *last) {
+                  int64_t *rank, int32_t *count, int32_t *last) {
   for (int64_t p = 0; p <= m; p++) count[p] = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t p = parent[i] + 1;
     if (p < 0 || p > m) return 2;
-    int64_t c = count[p];
-    if (c && key[i] < last[p]) return 1;
+    int32_t c = count[p];
+    if (c && key[i] < key[last[p]]) return 1;
     rank[i] = c;
     count[p] = c + 1;
-    last[p] = key[i];
+    last[p] = (int32_t)i;
   }
   return 0;
 }

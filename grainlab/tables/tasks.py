@@ -66,9 +66,9 @@ class TaskParts(NamedTuple):
     `explicit` LEAN_COLUMNS (child_index: read only, it may be a view of the
     forest's steps). The parts are rows 0..C-1 and C..n-1 of the table in
     that order, unless ctx_rows / ex_rows say which rows they hold
-    (`of_frame`; the lean build hands the explicit tasks in creation-time
-    order). `index`: an IdIndex of the table's ids in row order (None: not
-    made)."""
+    (`of_frame`). The lean build hands the explicit tasks in creation-time
+    order, without create_ns. `index`: an IdIndex of the table's ids in row
+    order (None: not made)."""
     ctx: dict
     explicit: dict
     index: IdIndex | None = None
@@ -242,10 +242,10 @@ def _lean_parts(ev, ctx, ex, rows, child_index, index) -> TaskParts:
     def take(x):
         return x if order is None else x[order]
     rows = take(rows)
+    # (no create_ns: the order says it)
     explicit = {"id": take(ex["id"]), "parent": take(ex["parent"]),
                 "flags": ev["kind"].to_numpy()[rows].astype(np.uint32, copy=False),
-                "codeptr": ev["codeptr"].to_numpy()[rows], "create_ns": take(create_ns),
-                "child_index": take(child_index)}
+                "codeptr": ev["codeptr"].to_numpy()[rows], "child_index": take(child_index)}
     C = len(ctx["id"])
     return TaskParts(ctx, explicit, index, None, None if order is None else order + C)
 
@@ -312,9 +312,9 @@ def _identity(ctx, ex, index, regions, full=True):
 
     # parent rows (-1: none, an initial task's or one the trace does not name)
     parent = np.empty(N, np.int64)
-    parent[:C] = index.get(ctx["parent"])
+    index.get(ctx["parent"], out=parent[:C])
     parent[initial] = -1
-    parent[C:n] = index.get(ex["parent"])
+    index.get(ex["parent"], out=parent[C:n])
     parent[n:] = index.get(regions["encountering_task"].to_numpy())
     ex_parent = parent[C:n]
 
@@ -325,7 +325,9 @@ def _identity(ctx, ex, index, regions, full=True):
     b = np.zeros(N, dtype=np.int64)
     # Explicit children are numbered in creation order among their siblings.
     _child_rank(ex_parent, ex["_tsc"], out=a[C:n])
-    children = np.bincount(ex_parent[ex_parent >= 0], minlength=n)
+    # children per task (the graph needs those of the contexts only: a few)
+    m = n if full else C
+    children = np.bincount(ex_parent[(ex_parent >= 0) & (ex_parent < m)], minlength=m)
 
     # Implicit suffix ".p<r>.i<i>", or ".p<r>" for the single winner: the only
     # implicit task of its region that creates explicit tasks. The "i" keeps
@@ -375,13 +377,13 @@ def _child_rank(parent, key, out, native=None) -> None:
     if native and kernel is None:
         raise RuntimeError("the compiled forest kernel is not built")
     n = len(parent)
-    if kernel is not None and n:
+    if kernel is not None and 0 < n < (1 << 31) - 1:
         parent = np.ascontiguousarray(parent, np.int64)
         key = np.ascontiguousarray(key, np.uint64)
         rank = out if out.flags.c_contiguous and out.dtype == np.int64 else \
             np.empty(n, np.int64)
         m = max(int(parent.max()) + 1, 0)
-        count, last = np.empty(m + 1, np.int64), np.empty(m + 1, np.uint64)   # scratch
+        count, last = np.empty(m + 1, np.int32), np.empty(m + 1, np.int32)   # scratch
         rc = kernel(n, parent.ctypes.data, key.ctypes.data, m, rank.ctypes.data,
                     count.ctypes.data, last.ctypes.data)
         del count, last
