@@ -9,6 +9,7 @@ import pandas as pd
 from .. import schema as S
 from ..idindex import IdIndex
 from ..sorting import argsort
+from ..tables.tasks import IMPLICIT, INITIAL, KINDS, TaskParts
 from .columns import (I64MAX, cumcount, frame, id_dtype, isin_small, last_at_or_before,
                       lexsort, lookup, pack, reindexed)
 
@@ -58,33 +59,46 @@ class Owners:
 
 def find_owners(trace) -> Owners:
     tasks, regions, names = trace.task_tables(lean=True)
-    categories = list(tasks["kind"].cat.categories)
-    code = tasks["kind"].cat.codes.to_numpy()
-    explicit = code == categories.index("explicit")
-    create_ns = tasks["create_ns"].to_numpy()
-    # only the columns the graph reads, in owner order (not a copy of the
-    # whole task table: it has ~25 columns)
-    ex_rows = np.flatnonzero(explicit)
-    ex_rows = ex_rows[argsort(create_ns[ex_rows])]
-    cx_rows = np.flatnonzero(~explicit)
-    cx_rows = cx_rows[lexsort((create_ns[cx_rows], code[cx_rows] != categories.index("initial")))]
-    ex = frame({c: tasks[c].to_numpy()[ex_rows] for c in
-                ("id", "parent", "flags", "codeptr", "child_index")})
+    parts = tasks if isinstance(tasks, TaskParts) else TaskParts.of_frame(tasks)
+    cx, ex = parts.ctx, parts.explicit
+    C, T = len(cx["id"]), len(ex["id"])
+    E = C + T
+    # owners: explicit tasks in creation order, then contexts (initial tasks,
+    # then implicit ones by creation); their task rows are their identity
+    # nodes. Only the columns the graph reads (not a copy of the whole task
+    # table: it has ~25 columns), and none gathered when the rows are in
+    # order already (as the lean build hands them).
+    create_ns = ex.get("create_ns")     # none: in creation order already
+    ex_order = None if create_ns is None or not np.any(create_ns[1:] < create_ns[:-1]) \
+        else argsort(create_ns)
+
+    def take(column, order):
+        return column if order is None else column[order]
     # kept to the build's end: positions narrow while they fit (a sibling's
     # rank and a task row are below the tasks' count)
-    small = id_dtype(len(tasks) + 1)
-    ex["child_index"] = ex["child_index"].to_numpy().astype(small, copy=False)
-    ex["node"] = ex_rows.astype(small)   # identity: task row = node of the identity forest
-    ctx = frame({c: tasks[c].to_numpy()[cx_rows] for c in
+    small = id_dtype(E + 1)
+    if parts.ex_rows is None and ex_order is None:
+        ex_rows = None
+        node = np.arange(C, E, dtype=small)
+    else:
+        ex_rows = take(np.arange(C, E) if parts.ex_rows is None else parts.ex_rows, ex_order)
+        node = ex_rows.astype(small)
+    code = cx["kind"]
+    cx_order = lexsort((cx["create_ns"], code != INITIAL))
+    cx_rows = cx_order if parts.ctx_rows is None else parts.ctx_rows[cx_order]
+    explicit = frame({
+        **{c: take(ex[c], ex_order) for c in ("id", "parent", "flags", "codeptr")},
+        "child_index": take(ex["child_index"], ex_order).astype(small),
+        "node": node})   # identity: task row = node of the identity forest
+    ctx = frame({c: cx[c][cx_order] for c in
                  ("id", "parent", "region", "team_index", "team_size", "thread")})
     ctx["node"] = cx_rows
-    ctx["kind"] = pd.Categorical.from_codes(code[cx_rows], categories=categories)
-    T, E = len(ex), len(ex) + len(ctx)
-    ctx_kind = np.asarray(ctx["kind"].astype(object))
+    ctx_code = code[cx_order]
+    ctx["kind"] = pd.Categorical.from_codes(ctx_code, categories=KINDS)
     is_initial = np.zeros(E, dtype=bool)
-    is_initial[T:] = ctx_kind == "initial"
+    is_initial[T:] = ctx_code == INITIAL
     is_implicit = np.zeros(E, dtype=bool)
-    is_implicit[T:] = ctx_kind == "implicit"
+    is_implicit[T:] = ctx_code == IMPLICIT
     region_ids = regions["id"].to_numpy(np.uint64)
     # Implicit tasks are idle after their region's PARALLEL_END: one tick
     # before it, so an implicit task's last node precedes the region_end join
@@ -94,10 +108,16 @@ def find_owners(trace) -> Owners:
     clip = np.full(E, I64MAX, dtype=np.int64)
     ok = is_implicit[T:] & np.isfinite(ends)
     clip[T:][ok] = ends[ok].astype(np.int64) - 1
+    if parts.index is not None and parts.index.unique:
+        # the table's index of the ids, renumbered to owners (no second build)
+        ids = parts.index.permuted(np.concatenate([
+            np.arange(C, E) if ex_rows is None else ex_rows, cx_rows]))
+    else:
+        ids = IdIndex(np.concatenate([explicit["id"].to_numpy(np.uint64),
+                                      ctx["id"].to_numpy(np.uint64)]))
     return Owners(
-        explicit=ex, ctx=ctx, names=names,
-        ids=IdIndex(np.concatenate([ex["id"].to_numpy(np.uint64), ctx["id"].to_numpy(np.uint64)])),
-        untied=bool(tasks["untied"].to_numpy()[ex_rows].any()),
+        explicit=explicit, ctx=ctx, names=names, ids=ids,
+        untied=bool(((ex["flags"] & np.uint32(S.TASK_UNTIED)) != 0).any()),
         is_initial=is_initial, is_implicit=is_implicit, clip=clip,
         region_identity=lookup(regions["identity"].to_numpy(dtype=object), region_ids),
         region_node=lookup(regions["identity_node"].to_numpy(np.int64), region_ids),

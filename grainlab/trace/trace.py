@@ -259,10 +259,12 @@ class Trace:
         builder reads them. lean: when they have not been built yet, build
         them without lineage strings and execution times and without keeping
         them, so they are freed once the caller has read what it needs
-        (~0.16 GiB per 10^6 grains); built ones are handed over as they are."""
+        (~0.16 GiB per 10^6 grains), the tasks as a TaskParts (the columns
+        the graph reads, no DataFrame: grainlab.tables.tasks); built ones are
+        handed over as they are."""
         if lean and "_task_table" not in self.__dict__:
             from ..tables.tasks import build_task_table
-            return build_task_table(self, lineage=False, times=False)
+            return build_task_table(self, lineage=False, times=False, frame=False)
         table = self._task_table
         return table.tasks, table.regions, table.names
 
