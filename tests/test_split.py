@@ -129,3 +129,19 @@ def test_parts_on_a_dask_cluster_of_two_workers(dask_ready, name):
     s = split.analyze_split(path, workers=2, grains=True, progress=said.append)
     same_as_whole(path, s)
     assert any("part(s)" in line for line in said)
+
+
+def test_a_part_whose_workers_keep_dying_is_one_line():
+    """A part whose worker dies every time (as one out of memory does: Dask's
+    KilledWorker) ends `analyze --workers` with one line naming the likely
+    cause and what to do, not Dask's exception."""
+    import os
+
+    pytest.importorskip("dask.distributed")
+    from grainlab.errors import GrainlabError
+    with split._Runner(1, None, lambda _msg: None) as run:
+        with pytest.raises(GrainlabError) as e:
+            run.each("building the parts' graphs", os._exit, [(3,)])
+    msg = str(e.value)
+    assert "\n" not in msg and "died each time" in msg and "per worker" in msg
+    assert "--workers 1" in msg

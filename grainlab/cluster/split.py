@@ -740,9 +740,29 @@ class _Runner:
             where = self.where.get(i)
             place = {"workers": [where], "allow_other_workers": True} if where else {}
             futures.append(self.client.submit(fn, *args, pure=False, **place))
-        results = self.client.gather(futures)
+        try:
+            results = self.client.gather(futures)
+        except Exception as e:  # noqa: BLE001 - one kind named, the rest re-raised
+            if type(e).__name__ != "KilledWorker":
+                raise
+            raise GrainlabError(
+                f"{what}: the Dask workers running a part died each time it was tried, "
+                f"most likely out of memory ({_worker_memory(self.client)} per worker): "
+                "use fewer, larger workers (--workers 1, or --scheduler with workers of "
+                "more memory), or analyze without --workers") from None
         who = self.client.who_has(futures)
         for i, f in zip(at, futures):
             if i not in self.where and who.get(f.key):
                 self.where[i] = who[f.key][0]
         return results
+
+
+def _worker_memory(client) -> str:
+    """The smallest worker memory limit, as "N.N GiB" ("no limit" or "unknown")."""
+    try:
+        limits = [w.get("memory_limit") or 0 for w in
+                  client.scheduler_info(n_workers=-1).get("workers", {}).values()]
+    except Exception:  # noqa: BLE001 - only words an error message
+        return "unknown"
+    limits = [x for x in limits if x]
+    return f"{min(limits) / 2 ** 30:.1f} GiB" if limits else "no limit"
