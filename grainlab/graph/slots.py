@@ -400,8 +400,9 @@ def _chain_positions(sl: dict) -> dict:
     """Chain positions, and grain defaults, of slot columns in chain order."""
     # int32, the type of g.nodes' owner_seq it becomes (a chain of 2^31 nodes
     # would not fit the node ids either)
-    sl["seq"] = cumcount(sl["owner"], np.int32 if len(sl["owner"]) < (1 << 31) else np.int64)
-    sl["seq"] = sl["seq"].astype(np.int32, copy=False)
+    # (counted in int64 past 2^31 slots: the positions counted from must fit)
+    wide = np.int32 if len(sl["owner"]) < (1 << 31) else np.int64
+    sl["seq"] = cumcount(sl["owner"], wide).astype(np.int32, copy=False)
     sl["grain"] = np.where(sl["grain"] == -2, sl["owner"], sl["grain"])
     sl["grain"][sl["shared"] >= 0] = -1
     return sl
