@@ -107,6 +107,15 @@ class IdIndex:
         slot[lo >= self._limit[hi]] = len(self._table) - 1
         return self._table[slot]
 
+    def table_args(self):
+        """The direct table as the compiled kernels take it (idindex.h's
+        gl_id_table: nlimit, base, limit, tsize, table, wide), or None when
+        this index has none (no ids, or ids not of the collector's scheme)."""
+        if self._table is None:
+            return None
+        return (len(self._limit), self._base.ctypes.data, self._limit.ctypes.data,
+                len(self._table), self._table.ctypes.data, int(self._table.dtype == np.int64))
+
     def contains(self, values) -> np.ndarray:
         return self.get(values) >= 0
 

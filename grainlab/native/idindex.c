@@ -12,8 +12,10 @@
  * on random ids by tests/test_task_table_rewrite.py. */
 #include <stdint.h>
 
-#define SHIFT 40
-#define LOW ((UINT64_C(1) << SHIFT) - 1)
+#include "idindex.h"
+
+#define SHIFT GL_ID_SHIFT
+#define LOW GL_ID_LOW
 
 /* limit[h] = 1 + the largest k of thread slot h (nlimit entries, zeroed by
  * the caller; the last one stays 0). Returns 1 when a slot is out of
@@ -47,17 +49,11 @@ void gl_id_fill(int64_t n, const uint64_t *ids, const int64_t *base, void *table
 void gl_id_lookup(int64_t n, const uint64_t *values, int64_t nlimit, const int64_t *base,
                   const int64_t *limit, int64_t tsize, const void *table, int64_t table_wide,
                   void *out, int64_t out_wide) {
-  const int32_t *t32 = table;
-  const int64_t *t64 = table;
+  gl_id_table t = {nlimit, base, limit, tsize, table, table_wide};
   int32_t *o32 = out;
   int64_t *o64 = out;
-  uint64_t top = (uint64_t)(nlimit - 1);
   for (int64_t i = 0; i < n; i++) {
-    uint64_t h = values[i] >> SHIFT;
-    if (h > top) h = top;
-    int64_t k = (int64_t)(values[i] & LOW);
-    int64_t slot = k >= limit[h] ? tsize - 1 : base[h] + k;
-    int64_t pos = table_wide ? t64[slot] : (int64_t)t32[slot];
+    int64_t pos = gl_id_position(&t, values[i]);
     if (out_wide)
       o64[i] = pos;
     else

@@ -331,7 +331,8 @@ class _Tasks:
         # An explicit task must be created before it first runs, and must run
         # before it is switched away from.
         if self.n and found["schedules"]:
-            early = np.flatnonzero(self.first_run < self.tsc.astype(np.float64))
+            # (compared as float64, a buffer at a time: no task-sized copy)
+            early = np.flatnonzero(self.first_run < self.tsc)
             if len(early):
                 r = early[np.argmin(created[early])]
                 contradiction(int(self.rg[r]), "tsc", f"task {_fmt(created[r])} runs before "
@@ -357,35 +358,45 @@ class _Tasks:
         self.lo = np.full(n, np.iinfo(np.uint16).max, np.uint16)
         self.hi = np.zeros(n, np.uint16)
         found = {"task": None, "other": None, "schedules": 0}
+        kernel = _schedule_kernel(self.index)
         for b in source(SCHEDULE_COLUMNS + ["rg"]):
-            sched = np.flatnonzero(b["event"] == S.TASK_SCHEDULE)
-            if not len(sched):
+            if kernel is not None and _schedule_batch_native(kernel, self, b, found):
                 continue
-            found["schedules"] += len(sched)
-            rg = b["rg"][sched]
-            into, away = self.index.get(b["task"][sched]), self.index.get(b["other"][sched])
-            for field, pos in (("task", into), ("other", away)):
-                if found[field] is None:
-                    ids = b[field][sched]
-                    # the implicit tasks are looked up only for ids not created
-                    unknown = np.flatnonzero((ids != 0) & (pos < 0))
-                    unknown = unknown[~self.implicit.contains(ids[unknown])]
-                    if len(unknown):
-                        found[field] = (int(rg[unknown[0]]), ids[unknown[0]])
-            if not n:
-                continue
-            tsc = b["tsc"][sched].astype(np.float64)
-            thread = b["thread"][sched]
-            i, o = into >= 0, away >= 0
-            np.minimum.at(self.first_run, into[i], tsc[i])
-            np.minimum.at(self.first_stop, away[o], tsc[o])
-            p, first = np.unique(away[o], return_index=True)
-            unset = self.stop_rg[p] < 0
-            self.stop_rg[p[unset]] = rg[o][first[unset]]
-            for pos, m in ((into, i), (away, o)):
-                np.minimum.at(self.lo, pos[m], thread[m])
-                np.maximum.at(self.hi, pos[m], thread[m])
+            self._schedule_batch(b, found)
         return found
+
+    def _schedule_batch(self, b, found) -> None:
+        """One batch of `_schedules`, numpy's way: the twin of the compiled
+        pass (grainlab/native/schedules.c), and the path of batches or
+        indexes that kernel does not take."""
+        n = self.n
+        sched = np.flatnonzero(b["event"] == S.TASK_SCHEDULE)
+        if not len(sched):
+            return
+        found["schedules"] += len(sched)
+        rg = b["rg"][sched]
+        into, away = self.index.get(b["task"][sched]), self.index.get(b["other"][sched])
+        for field, pos in (("task", into), ("other", away)):
+            if found[field] is None:
+                ids = b[field][sched]
+                # the implicit tasks are looked up only for ids not created
+                unknown = np.flatnonzero((ids != 0) & (pos < 0))
+                unknown = unknown[~self.implicit.contains(ids[unknown])]
+                if len(unknown):
+                    found[field] = (int(rg[unknown[0]]), ids[unknown[0]])
+        if not n:
+            return
+        tsc = b["tsc"][sched].astype(np.float64)
+        thread = b["thread"][sched]
+        i, o = into >= 0, away >= 0
+        np.minimum.at(self.first_run, into[i], tsc[i])
+        np.minimum.at(self.first_stop, away[o], tsc[o])
+        p, first = np.unique(away[o], return_index=True)
+        unset = self.stop_rg[p] < 0
+        self.stop_rg[p[unset]] = rg[o][first[unset]]
+        for pos, m in ((into, i), (away, o)):
+            np.minimum.at(self.lo, pos[m], thread[m])
+            np.maximum.at(self.hi, pos[m], thread[m])
 
     def check_tree(self, contradiction):
         """The explicit tasks' parent pointers form a forest (a cycle would make
@@ -512,6 +523,52 @@ class SwitchedFrom:
         # nothing known before: libomp's prior, except for a self-switch,
         # whose prior is only ever the task the thread already ran
         return np.where(away == 0, np.where(into == prior, 0, prior), away)
+
+
+_SCHEDULE_DTYPES = {"event": np.uint8, "task": np.uint64, "other": np.uint64,
+                    "tsc": np.uint64, "thread": np.uint16, "rg": np.int32}
+
+
+def _schedule_kernel(index):
+    """gl_schedule_pass (grainlab/native/schedules.c), or None: not built,
+    GRAINLAB_NATIVE=0, or an index without a direct table (hand-made ids)."""
+    if index.table_args() is None:
+        return None
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    return graph_kernel("gl_schedule_pass", [i, p, i, p, p, p, p, p, i, p, p, i, p, i,
+                                             p, p, p, p, p, i, p, p, p], restype=None)
+
+
+def _schedule_batch_native(kernel, tasks, b, found) -> bool:
+    """One batch of `_Tasks._schedules` through the compiled pass; False
+    (nothing done) when a column is not of the file's dtype."""
+    cols = {c: b[c] for c in _SCHEDULE_DTYPES}
+    if any(v.dtype != _SCHEDULE_DTYPES[c] or not v.flags.c_contiguous
+           for c, v in cols.items()):
+        return False
+    n = len(cols["event"])
+    want = int(found["task"] is None) | (int(found["other"] is None) << 1)
+    unknown = {f: np.empty(n if want & bit else 0, np.int64)
+               for f, bit in (("task", 1), ("other", 2))}
+    counts = np.zeros(3, np.int64)
+    kernel(n, cols["event"].ctypes.data, S.TASK_SCHEDULE, cols["task"].ctypes.data,
+           cols["other"].ctypes.data, cols["tsc"].ctypes.data, cols["thread"].ctypes.data,
+           cols["rg"].ctypes.data, *tasks.index.table_args(), tasks.first_run.ctypes.data,
+           tasks.first_stop.ctypes.data, tasks.stop_rg.ctypes.data, tasks.lo.ctypes.data,
+           tasks.hi.ctypes.data, want, unknown["task"].ctypes.data,
+           unknown["other"].ctypes.data, counts.ctypes.data)
+    found["schedules"] += int(counts[0])
+    for k, field in ((1, "task"), (2, "other")):
+        if found[field] is None and counts[k]:
+            rows = unknown[field][:counts[k]]
+            ids = cols[field][rows]
+            # the implicit (and initial) tasks are not in the created tasks' index
+            rows = rows[~tasks.implicit.contains(ids)]
+            if len(rows):
+                found[field] = (int(cols["rg"][rows[0]]), cols[field][rows[0]])
+    return True
 
 
 def _positions(pos: np.ndarray) -> np.ndarray:
