@@ -73,12 +73,13 @@ def scan(path) -> Scan:
     parquet, meta = open_trace(path)
     sizes = row_group_sizes(parquet)
     fold = None
+    expect = _expected(meta, parquet.metadata.num_rows)
     try:
-        rows, checks, facts = _first_pass(parquet, path, sizes, None)
+        rows, checks, facts = _first_pass(parquet, path, sizes, None, expect)
     except _PseudoTasks:
         fold = fold_plan(parquet, path, sizes)
         meta["dependence_waits"] = fold.folded
-        rows, checks, facts = _first_pass(parquet, path, sizes, fold)
+        rows, checks, facts = _first_pass(parquet, path, sizes, fold, expect)
     complete, problems = run_state(meta)
     checks.conclude(rows, lambda columns: file_batches(parquet, path, sizes, columns, fold),
                     problems, damaged=not complete, path=path)
@@ -111,8 +112,19 @@ class _PseudoTasks(Exception):
     """The first pass met a dependence-wait pseudo-task: fold, then start over."""
 
 
-def _first_pass(parquet, path, sizes, fold):
-    rows, checks, facts = Collected(), Checks(), Facts()
+def _expected(meta, rows: int) -> dict:
+    """How many rows `Collected` will keep, as far as the footer says
+    (`grainlab.counts`, written by the converter): its create columns are
+    then made once at that size. The footer is a hint: a trace that holds
+    more is still read in full (Collected's doc); one that says more than
+    its `rows` is not believed."""
+    c = meta.get("counts")
+    n = c.get("task_creates") if isinstance(c, dict) else None
+    return {"create": n} if isinstance(n, int) and 0 < n <= rows else {}
+
+
+def _first_pass(parquet, path, sizes, fold, expect=None):
+    rows, checks, facts = Collected(expect), Checks(), Facts()
     # every column: a corrupt page anywhere is an error, as when load() reads it all
     for b in file_batches(parquet, path, sizes, None, fold):
         if fold is None and depwait.is_pseudo_create(b["event"], b["kind"]).any():
