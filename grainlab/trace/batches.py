@@ -205,8 +205,10 @@ class Collected:
     def feed(self, batch: dict) -> None:
         code = batch["event"]
         for name, (events, columns) in self.KEEP.items():
-            rows = np.flatnonzero(code == events[0]) if len(events) == 1 else \
-                np.flatnonzero(np.isin(code, events))
+            hit = code == events[0]
+            for e in events[1:]:
+                hit |= code == e
+            rows = np.flatnonzero(hit)
             if not len(rows):
                 continue
             filling = self._filling.get(name)

@@ -54,7 +54,11 @@ class Facts:
         # counts per event code and the threads seen: one O(n) pass each, no
         # sort; the conditions on `kind` are asked of the few rows of a code
         per_code = np.bincount(code, minlength=256)
-        seen = np.flatnonzero(np.bincount(b["thread"])).astype(np.uint16)
+        th = b["thread"]
+        if th[0] == th[-1] and (th == th[0]).all():      # a row group is one thread's rows
+            seen = th[:1].astype(np.uint16)
+        else:
+            seen = np.flatnonzero(np.bincount(th)).astype(np.uint16)
         self.thread_ids = np.union1d(self.thread_ids, seen)
         lo, hi = b["tsc"].min(), b["tsc"].max()
         self.tsc_min = lo if self.tsc_min is None else min(self.tsc_min, lo)

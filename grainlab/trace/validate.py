@@ -85,7 +85,11 @@ class Checks:
     def _feed_row_groups(self, b):
         """Each row group holds one thread's rows: its first row's thread."""
         rg, thread = b["rg"], b["thread"]
-        starts = np.concatenate(([0], np.flatnonzero(rg[1:] != rg[:-1]) + 1))
+        # one row group per batch (the usual case): no search for where
+        # row groups change
+        one = rg[0] == rg[-1] and (rg == rg[0]).all()
+        starts = np.zeros(1, np.int64) if one else \
+            np.concatenate(([0], np.flatnonzero(rg[1:] != rg[:-1]) + 1))
         first = thread[starts]
         if self.rg_carry is not None and self.rg_carry[0] == rg[0]:
             first[0] = self.rg_carry[1]
@@ -118,7 +122,10 @@ class Checks:
             thread, tsc = thread[order], tsc[order]
         starts = np.concatenate(([0], np.flatnonzero(thread[1:] != thread[:-1]) + 1))
         ends = np.append(starts[1:], len(thread)) - 1
-        back = np.flatnonzero((tsc[1:] < tsc[:-1]) & (thread[1:] == thread[:-1])) + 1
+        if len(starts) == 1:            # one thread: no thread boundary to skip
+            back = np.flatnonzero(tsc[1:] < tsc[:-1]) + 1
+        else:
+            back = np.flatnonzero((tsc[1:] < tsc[:-1]) & (thread[1:] == thread[:-1])) + 1
         for s, e in zip(starts.tolist(), ends.tolist()):
             t = int(thread[s])
             if t not in self.backwards:
@@ -200,6 +207,18 @@ class _Pair:
         """`rows`: the batch's rows of this pair's begin and end, in order."""
         code = b["event"]
         cols = [b[c][rows] for c in self.columns]
+        if all(c[0] == c[-1] and (c == c[0]).all() for c in cols):
+            # one key in the whole batch (a row group is one thread's rows;
+            # its sync regions are mostly of one kind): no sort, one group
+            self._feed_one(tuple(c[:1].tolist()[0] for c in cols),
+                           np.where(code[rows] == self.begin, 1, -1), b["rg"][rows])
+        else:
+            self._feed_groups(b, rows, cols)
+
+    def _feed_groups(self, b, rows, cols):
+        """`feed` of rows of any keys (`cols`: their key columns): by key,
+        each key's rows in file order."""
+        code = b["event"]
         order = lexsort(cols[::-1])
         cols = [c[order] for c in cols]
         step = np.where(code[rows][order] == self.begin, 1, -1)
@@ -226,6 +245,19 @@ class _Pair:
             old = self.state.get(k, _NEW)
             neg = old[2] if old[2] >= 0 else first_below.get(g, -1)
             self.state[k] = [int(depth[ends[g]]), min(old[1], int(lowest[g])), neg]
+
+    def _feed_one(self, key, step, rg):
+        """`feed` of rows that all have one key: the same state as its
+        general path gives for a single group."""
+        depth = np.cumsum(step)
+        old = self.state.get(key, _NEW)
+        depth += old[0]
+        neg = old[2]
+        if neg < 0:
+            below = np.flatnonzero(depth < 0)
+            if len(below):
+                neg = int(rg[below[0]])
+        self.state[key] = [int(depth[-1]), min(old[1], int(depth.min())), neg]
 
     def conclude(self, source, problems, contradiction):
         if not self.state:
