@@ -335,9 +335,12 @@ class _Tasks:
         self.n = len(self.task)
         self.lo = self.hi = None
 
-    def known(self, ids) -> np.ndarray:
-        """Ids of a created or an implicit (or initial) task."""
-        return self.index.contains(ids) | self.implicit.contains(ids)
+    def parent_positions(self) -> np.ndarray:
+        """Each task's parent's position among the created tasks (-1: not
+        one of them). Not kept: at 10^8 tasks it would sit beside the
+        schedule pass's columns (0.5 GB more at the peak)."""
+        # int32 while positions fit: half the bytes per task
+        return self.index.get(self.parent, dtype=np.int32 if self.n < (1 << 31) else np.int64)
 
     def check_references(self, source, contradiction):
         created = self.task
@@ -347,7 +350,8 @@ class _Tasks:
             dup = np.flatnonzero(created_sorted[1:] == created_sorted[:-1])
             contradiction(int(self.rg[by_id[dup[0] + 1]]), "task",
                           f"task {_fmt(created_sorted[dup[0]])} created twice")
-        orphan = np.flatnonzero(~self.known(self.parent))
+        root = np.flatnonzero(self.parent_positions() < 0)
+        orphan = root[~self.implicit.contains(self.parent[root])]
         if len(orphan):
             r = orphan[0]
             contradiction(int(self.rg[r]), "other",
@@ -437,7 +441,7 @@ class _Tasks:
         if not self.n:
             return
         task, parent, tsc = self.task, self.parent, self.tsc
-        up = _positions(self.index.get(parent))     # -1: an implicit or initial task (a root)
+        up = self.parent_positions()    # -1: an implicit or initial task (a root)
         has = up >= 0
         late = np.flatnonzero(has & (tsc[np.where(has, up, 0)] > tsc))
         if len(late):
@@ -601,11 +605,6 @@ def _schedule_batch_native(kernel, tasks, b, found) -> bool:
             if len(rows):
                 found[field] = (int(cols["rg"][rows[0]]), cols[field][rows[0]])
     return True
-
-
-def _positions(pos: np.ndarray) -> np.ndarray:
-    """Positions (−1: none) as int32 when they fit: half the bytes per task."""
-    return pos.astype(np.int32) if len(pos) < (1 << 31) else pos
 
 
 def _has_cycle(up: np.ndarray) -> bool:
