@@ -6,9 +6,10 @@ import argparse
 import ipaddress
 import socket
 import sys
+from pathlib import Path
 
 from ..errors import UsageError
-from ._output import Progress, warn_incomplete
+from ._output import warn_incomplete
 
 HELP = "show the grain graph and its problems in a web browser"
 EPILOG = """\
@@ -52,46 +53,72 @@ def add_parser(subparsers):
 def run(args) -> int:
     from ..analysis.analysis import Analysis
     from ..app import AppData, create_app
+    from ..app.loading import StepLog, Switch, footer_facts, loading_app
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: expected 0..65535")
     if not _loopback(args.host):
         print(f"grainlab: warning: serving on {args.host}: anyone who can reach this machine "
               "can see the trace and the source lines it names", file=sys.stderr)
     sock = _bind(args.host, args.port)     # a taken port fails now, before the long load
-    progress = Progress()
-    a = Analysis(args.trace, weigh=args.weigh, progress=progress)
-    comparison = None
-    if args.compare:
-        ref = Analysis(args.compare, weigh=args.weigh, progress=progress)
-        from .compare import check_same_program
-        check_same_program(ref.trace, a.trace)
-        comparison = a.compare(ref)
-    scaling = ranks = None
-    if args.runs:
-        from ..analysis.analysis import scaling as scaling_of
-        scaling = scaling_of([a, *args.runs], progress=progress)
-    if args.ranks:
-        from ..cluster.ranks import ranks as rank_set
-        ranks = rank_set(list(args.ranks), progress=progress)
-        for trace, error in ranks.failed.items():
-            print(f"grainlab: skipped {trace}: {error}", file=sys.stderr)
-    data = AppData(a, comparison, progress=progress, scaling=scaling, ranks=ranks)
-    warn_incomplete(a)
-    app = create_app(data=data)
     port = sock.getsockname()[1]
     sock.close()
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"grainlab: serving {args.trace} at http://{shown}:{port}/  (Ctrl-C stops)",
-          flush=True)
     # one line per request (the page polls /_grainlab/alive every few seconds)
     # drowns what matters: only the server's warnings and errors
     import logging
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    # The URL answers from now on: the run's facts and the analysis's steps
+    # (grainlab/app/loading.py), then the app at the same address.
+    progress = StepLog()
+    switch = Switch(loading_app(Path(args.trace).name, footer_facts(args.trace), progress))
+    server = _serve_in_background(args.host, port, switch)
     try:
-        app.run(host=args.host, port=port, debug=False)
+        print(f"grainlab: analyzing {args.trace}; progress at http://{shown}:{port}/",
+              flush=True)
+        a = Analysis(args.trace, weigh=args.weigh, progress=progress)
+        comparison = None
+        if args.compare:
+            ref = Analysis(args.compare, weigh=args.weigh, progress=progress)
+            from .compare import check_same_program
+            check_same_program(ref.trace, a.trace)
+            comparison = a.compare(ref)
+        scaling = ranks = None
+        if args.runs:
+            from ..analysis.analysis import scaling as scaling_of
+            scaling = scaling_of([a, *args.runs], progress=progress)
+        if args.ranks:
+            from ..cluster.ranks import ranks as rank_set
+            ranks = rank_set(list(args.ranks), progress=progress)
+            for trace, error in ranks.failed.items():
+                print(f"grainlab: skipped {trace}: {error}", file=sys.stderr)
+        data = AppData(a, comparison, progress=progress, scaling=scaling, ranks=ranks)
+        warn_incomplete(a)
+        switch.app = create_app(data=data).server
+        print(f"grainlab: serving {args.trace} at http://{shown}:{port}/  (Ctrl-C stops)",
+              flush=True)
+        server.thread.join()
     except KeyboardInterrupt:
         pass
+    finally:
+        server.shutdown()
     return 0
+
+
+def _serve_in_background(host: str, port: int, app):
+    """A threaded WSGI server of `app` on host:port, serving from a daemon
+    thread (`.thread`) while the caller analyzes."""
+    import threading
+
+    from werkzeug.serving import make_server
+    try:
+        server = make_server(host, port, app, threaded=True)
+    except OSError as e:        # taken between the probe and now
+        raise UsageError(f"cannot serve on {host}:{port}: {e.strerror} "
+                         "(choose another with --port, or --port 0 for any free one)") from None
+    server.thread = threading.Thread(target=server.serve_forever, name="grainlab-serve",
+                                     daemon=True)
+    server.thread.start()
+    return server
 
 
 def _loopback(host: str) -> bool:
