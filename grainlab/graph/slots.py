@@ -366,7 +366,10 @@ def _chain_order_parts(parts: _SlotParts, stride: int) -> dict:
     if where is None:
         return _chain_order_parts_numpy(parts, sl, stride)
     for f in list(parts.parts):
-        # the keys too are scattered, not gathered: the kernel keeps no permutation
+        # the keys too are scattered, not gathered: the kernel keeps no permutation.
+        # Writing them in its last pass instead measured 0.28 s less at fib 32
+        # (28M slots), but holds the joined and the ordered keys, `where`, its
+        # scratch at once: 36 B a slot (int32 ids) against the twin's 28 here.
         if f in keys:
             sl[f] = _scatter_parts([(len(where), sl.pop(f))], where, parts.DTYPES[f],
                                    kernels[1])
