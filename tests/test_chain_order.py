@@ -171,3 +171,14 @@ def test_golden(kernels, monkeypatch, name):
 def test_random_programs(kernels, tmp_path, monkeypatch, seed):
     program = random_program(seed)
     assert_both_paths_equal(gl.load(program.trace.write(tmp_path / "p.parquet")), monkeypatch)
+
+
+def test_sparse_keys_of_many_slots_go_to_the_twin(kernels, monkeypatch):
+    """Keys needing several digits are sorted by the twin past
+    DIGITS_MAX_SLOTS slots (measured slower there), by the kernel below."""
+    sl = random_slots(np.random.default_rng(0), 2000, 300, (1 << 31) - 3)
+    assert slots._chain_where_native(sl, (1 << 31) - 3, kernels[0]) is not None
+    monkeypatch.setattr(slots, "DIGITS_MAX_SLOTS", 100)
+    assert slots._chain_where_native(sl, (1 << 31) - 3, kernels[0]) is None
+    dense = random_slots(np.random.default_rng(0), 2000, 300, 1000)
+    assert slots._chain_where_native(dense, 1000, kernels[0]) is not None
