@@ -100,12 +100,16 @@ def _random_rows(rng, n, n_owners, threads):
     return ev, first, time, task_owner, other_owner, clip.astype(np.int64)
 
 
+@pytest.mark.parametrize("owner_dtype", [np.int64, np.int32])
 @pytest.mark.parametrize("seed", range(16))
-def test_compiled_running_owners_equal_numpy_twin(build, seed):
+def test_compiled_running_owners_equal_numpy_twin(build, seed, owner_dtype):
+    """Owners int64 or int32 (the builder's ids while they fit: the kernel
+    reads those in place)."""
     from grainlab.graph.events import running_segments
     rng = np.random.default_rng(100 + seed)
-    case = _random_rows(rng, n=int(rng.integers(0, 4000)), n_owners=int(rng.integers(1, 50)),
-                        threads=int(rng.integers(1, 6)))
+    case = list(_random_rows(rng, n=int(rng.integers(0, 4000)),
+                             n_owners=int(rng.integers(1, 50)), threads=int(rng.integers(1, 6))))
+    case[3], case[4] = case[3].astype(owner_dtype), case[4].astype(owner_dtype)
     native = running_segments(*case, native=True)
     twin = running_segments(*case, native=False)
     for a, b in zip(native, twin):

@@ -140,16 +140,24 @@ def running_segments(ev, first, time, task_owner, other_owner, clip, native=None
     n = len(ev)
     c64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
     ev = np.ascontiguousarray(ev, dtype=np.uint8)
-    first = np.ascontiguousarray(first, dtype=np.uint8)
-    time, task_owner, other_owner = c64(time), c64(task_owner), c64(other_owner)
-    clip = c64(clip)
+    first = np.ascontiguousarray(first).view(np.uint8) if first.dtype == bool \
+        else np.ascontiguousarray(first, dtype=np.uint8)
+    # the owners are read as they are when int32 (the builder's id dtype
+    # while ids fit): at 45M rows two int64 copies were 0.7 GB of fresh memory
+    wide = not (task_owner.dtype == np.int32 and other_owner.dtype == np.int32)
+    if wide:
+        task_owner, other_owner = c64(task_owner), c64(other_owner)
+    else:
+        task_owner = np.ascontiguousarray(task_owner)
+        other_owner = np.ascontiguousarray(other_owner)
+    time, clip = c64(time), c64(clip)
     decides, nobody = (_event_table(codes).astype(np.uint8) for codes in
                        (_RUNS_TASK + (S.TASK_CREATE,), _RUNS_NOBODY))
     owner_running = np.empty(n, np.int64)
     seg = np.empty(n, np.int64)
     seg_end = np.empty(n, np.int64)
     rc = kernel(n, ev.ctypes.data, first.ctypes.data, time.ctypes.data,
-                task_owner.ctypes.data, other_owner.ctypes.data, decides.ctypes.data,
+                task_owner.ctypes.data, other_owner.ctypes.data, int(wide), decides.ctypes.data,
                 nobody.ctypes.data, S.TASK_CREATE, len(clip), clip.ctypes.data,
                 owner_running.ctypes.data, seg.ctypes.data, seg_end.ctypes.data)
     if rc != 0:
@@ -178,6 +186,7 @@ def _running_segments_numpy(ev, first, time, task_owner, other_owner, clip):
     latest = np.cumsum(marks, dtype=np.int64)
     latest -= 1
     owner_running = owner_row[np.flatnonzero(marks)[latest]] if n else owner_row
+    owner_running = owner_running.astype(np.int64, copy=False)    # the kernel's type
     del latest
     # Segment from this row to the thread's next row, clipped at the region end
     # for implicit tasks (libomp reports workers' last barrier end late).
@@ -205,7 +214,7 @@ def _running_kernel():
     import ctypes
     from .._paths import graph_kernel
     i, p = ctypes.c_int64, ctypes.c_void_p
-    return graph_kernel("gl_running_segments", [i, p, p, p, p, p, p, p, i, i, p, p, p, p])
+    return graph_kernel("gl_running_segments", [i, p, p, p, p, p, i, p, p, i, i, p, p, p, p])
 
 
 def _untied_end_clip(ev, time, kind, other_owner, clip) -> np.ndarray:

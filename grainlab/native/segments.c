@@ -78,7 +78,8 @@ int gl_credit_segments(int64_t n, const int64_t *owner_running, const int64_t *g
  * running_segments). n rows in per-thread time order: ev[r] (event code),
  * first[r] (1: the first row of its thread; rows of one thread are
  * consecutive), time[r], task_owner[r] / other_owner[r]
- * (owner of the row's task / other, -1: none). decides[256]: the event
+ * (owner of the row's task / other, -1: none; int32, or int64 when
+ * owner_wide). decides[256]: the event
  * decides who runs after it (TASK_CREATE: the `other`, else the `task`);
  * nobody[256]: nobody runs after it. A thread's first row decides (or runs
  * nobody) whatever its event; other rows keep the thread's running owner.
@@ -88,18 +89,25 @@ int gl_credit_segments(int64_t n, const int64_t *owner_running, const int64_t *g
  * max(seg_end - time, 0), 0 when nobody runs. Returns 0; -2 when an owner
  * is out of range. */
 int gl_running_segments(int64_t n, const uint8_t *ev, const uint8_t *first,
-                        const int64_t *time, const int64_t *task_owner,
-                        const int64_t *other_owner, const uint8_t *decides,
+                        const int64_t *time, const void *task_owner,
+                        const void *other_owner, int64_t owner_wide, const uint8_t *decides,
                         const uint8_t *nobody, int64_t create_event, int64_t E,
                         const int64_t *clip, int64_t *owner_running, int64_t *seg,
                         int64_t *seg_end) {
+  /* owners as the builder keeps them: int32 while ids fit (owner_wide 0),
+   * read in place rather than widened into two row-sized int64 copies */
+  const int32_t *task32 = task_owner, *other32 = other_owner;
+  const int64_t *task64 = task_owner, *other64 = other_owner;
   int64_t running = -1;
   for (int64_t r = 0; r < n; r++) {
     uint8_t e = ev[r];
     if (nobody[e]) {
       running = -1;
     } else if (decides[e]) {
-      running = e == create_event ? other_owner[r] : task_owner[r];
+      if (e == create_event)
+        running = owner_wide ? other64[r] : (int64_t)other32[r];
+      else
+        running = owner_wide ? task64[r] : (int64_t)task32[r];
     } else if (first[r]) {
       running = -1;
     }
