@@ -560,8 +560,11 @@ def segment_credit(owner_running, grank, seg, seg_end, slot_owner, slot_row, rec
     E = int(max(int(slot_owner.max()) if ns else -1,
                 int(owner_running.max()) if n else -1)) + 1
     rs = np.flatnonzero(recv)
-    rown = slot_owner[rs]
-    bounds = np.searchsorted(rown, np.arange(E + 1))
+    # each owner's receiving slots, [bounds[o], bounds[o + 1]): slots are in
+    # chain order, so counts and their running sum (a searchsorted of every
+    # owner took ~1 s at 7M owners)
+    bounds = np.zeros(E + 1, np.int64)
+    np.cumsum(np.bincount(slot_owner[rs], minlength=E), out=bounds[1:])
     c64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
     owner_running, seg, seg_end = c64(owner_running), c64(seg), c64(seg_end)
     grank = None if grank is None else c64(grank)
