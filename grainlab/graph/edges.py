@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
-from .columns import (first_after, group_starts, inherit, isin_small, lexsort, lookup, pack,
-                      reindexed, sorted_keys)
+from .columns import (group_starts, inherit, isin_small, lexsort, lookup, pack, reindexed,
+                      sorted_keys)
 from .model import EDGE_TYPES
 from .slots import BARRIER, FORK, JOIN, PROGRAM_END, TASKGROUP, TASKWAIT
 from ..sorting import argsort
@@ -122,21 +122,34 @@ def waiters(orows, owners, slots, node, ctx_waiter) -> np.ndarray:
     owner, seq, jk = slots.owner, slots.seq, slots.jkind
     if T == 0:
         return np.full(0, -1, node.dtype)
-    W = int(seq.max()) + 2                       # stride of (owner, seq) keys
     fk = np.flatnonzero((slots.type == FORK) & (slots.child >= 0) & (slots.child < T))
     parent = np.full(T, -1, np.int64)
-    fseq = np.full(T, -1, np.int64)              # the fork's position in the parent's chain
     parent[slots.child[fk]] = owner[fk]
-    fseq[slots.child[fk]] = seq[fk]
     has_parent = parent >= 0
     ctx_parent = has_parent & (parent >= T)
     isj = slots.type == JOIN
 
+    fork_slot = np.full(T, -1, np.int64)
+    fork_slot[slots.child[fk]] = fk
+    n = len(owner)
+
     def next_join(mask, who):
-        j = np.flatnonzero(mask)
-        key, j = sorted_keys(pack(owner[j], seq[j], W), j)
+        """Per task in `who`: the first `mask` slot after its fork in its
+        parent's chain (-1: none). Slots are in chain order, so that is the
+        first `mask` slot after the fork's, if it is still the parent's: one
+        backward running minimum over the slots instead of a sort and a
+        search per task (1-2 s at 7M tasks)."""
+        nxt = np.where(mask, np.arange(n), n)
+        nxt = np.minimum.accumulate(nxt[::-1])[::-1]
+        c = np.flatnonzero(who)
+        after = fork_slot[c] + 1
+        cand = np.full(len(c), n, np.int64)
+        inside = after < n
+        cand[inside] = nxt[after[inside]]
+        ok = cand < n
+        ok[ok] = owner[cand[ok]] == owner[fork_slot[c[ok]]]
         out = np.full(T, -1, np.int64)
-        out[who] = first_after(key, j, parent[who], fseq[who], W)
+        out[c[ok]] = cand[ok]
         return out
 
     w = next_join(isj & ((jk == TASKWAIT) | (jk == BARRIER) | (jk == PROGRAM_END)), has_parent)
