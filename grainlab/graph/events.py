@@ -70,13 +70,40 @@ def sorted_rows(events: pd.DataFrame) -> tuple[np.ndarray, dict]:
     infers at WORK_END with interpolated times; those force a full sort."""
     thread = events["thread"].to_numpy()
     time = events["time"].to_numpy()
-    order = argsort(thread)
+    order = _by_row_groups(events, thread)
+    if order is None:
+        order = argsort(thread)
     t = time[order]
     th = thread[order]
     if np.any((th[1:] == th[:-1]) & (t[1:] < t[:-1])):
         order = lexsort((time, thread))
     # kept to the build's end (Rows.order): 4 bytes a row while rows fit int32
     return order.astype(id_dtype(len(order)), copy=False)
+
+
+def _by_row_groups(events: pd.DataFrame, thread: np.ndarray):
+    """The stable sort of the rows by thread, from the row groups: each is
+    one thread's buffer, so it is the row groups in stable thread order,
+    each's rows in file order (a few thousand groups sorted instead of every
+    row: at 45M rows argsort was ~1 s). None when a row group holds several
+    threads' rows (a damaged trace) or there are no row groups."""
+    if "row_group" not in events.columns or not len(thread):
+        return None
+    rg = events["row_group"].to_numpy()
+    n = len(rg)
+    starts = np.concatenate(([0], np.flatnonzero(rg[1:] != rg[:-1]) + 1))
+    changes = np.flatnonzero(thread[1:] != thread[:-1]) + 1
+    # every change of thread must fall where a row group starts
+    if len(changes) and not np.isin(changes, starts, assume_unique=True).all():
+        return None
+    lengths = np.diff(np.append(starts, n))
+    g = argsort(thread[starts])                    # stable: file order within a thread
+    dt = id_dtype(n + 1)
+    begin = starts[g].astype(dt)
+    placed = np.cumsum(lengths[g]) - lengths[g]    # where each group goes
+    order = np.repeat((begin - placed.astype(dt)), lengths[g])
+    order += np.arange(n, dtype=dt)
+    return order
 
 
 def load_rows(events: pd.DataFrame, owner_of, implicit_end_clip: np.ndarray,
