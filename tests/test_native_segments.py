@@ -33,14 +33,18 @@ def _random_case(rng, n_rows, n_owners, max_chain, recv_share, untied):
             slot_row.astype(np.int64), recv)
 
 
+@pytest.mark.parametrize("owner_dtype", [np.int64, np.int32])
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("untied", [False, True])
-def test_compiled_credit_equals_numpy_twin(build, seed, untied):
+def test_compiled_credit_equals_numpy_twin(build, seed, untied, owner_dtype):
+    """The running owner int64 or int32 (the rows' dtype while ids fit: the
+    kernel reads it in place)."""
     rng = np.random.default_rng(seed)
     n_rows = int(rng.integers(0, 3000))
-    case = _random_case(rng, n_rows, n_owners=int(rng.integers(1, 60)),
-                        max_chain=int(rng.integers(0, 40)),
-                        recv_share=float(rng.random()), untied=untied)
+    case = list(_random_case(rng, n_rows, n_owners=int(rng.integers(1, 60)),
+                             max_chain=int(rng.integers(0, 40)),
+                             recv_share=float(rng.random()), untied=untied))
+    case[0] = case[0].astype(owner_dtype)
     native = segment_credit(*case, native=True)
     twin = segment_credit(*case, native=False)
     for a, b in zip(native, twin):

@@ -180,7 +180,7 @@ def running_segments(ev, first, time, task_owner, other_owner, clip, native=None
     time, clip = c64(time), c64(clip)
     decides, nobody = (_event_table(codes).astype(np.uint8) for codes in
                        (_RUNS_TASK + (S.TASK_CREATE,), _RUNS_NOBODY))
-    owner_running = np.empty(n, np.int64)
+    owner_running = np.empty(n, np.int64 if wide else np.int32)
     seg = np.empty(n, np.int64)
     seg_end = np.empty(n, np.int64)
     rc = kernel(n, ev.ctypes.data, first.ctypes.data, time.ctypes.data,
@@ -213,7 +213,9 @@ def _running_segments_numpy(ev, first, time, task_owner, other_owner, clip):
     latest = np.cumsum(marks, dtype=np.int64)
     latest -= 1
     owner_running = owner_row[np.flatnonzero(marks)[latest]] if n else owner_row
-    owner_running = owner_running.astype(np.int64, copy=False)    # the kernel's type
+    # the kernel's type: int32 when both owner columns are, else int64
+    wide = not (task_owner.dtype == np.int32 and other_owner.dtype == np.int32)
+    owner_running = owner_running.astype(np.int64 if wide else np.int32, copy=False)
     del latest
     # Segment from this row to the thread's next row, clipped at the region end
     # for implicit tasks (libomp reports workers' last barrier end late).

@@ -566,14 +566,18 @@ def segment_credit(owner_running, grank, seg, seg_end, slot_owner, slot_row, rec
     bounds = np.zeros(E + 1, np.int64)
     np.cumsum(np.bincount(slot_owner[rs], minlength=E), out=bounds[1:])
     c64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
-    owner_running, seg, seg_end = c64(owner_running), c64(seg), c64(seg_end)
+    # the running owner as the rows keep it (int32 while ids fit), else int64
+    owner_wide = owner_running.dtype != np.int32
+    owner_running = c64(owner_running) if owner_wide else np.ascontiguousarray(owner_running)
+    seg, seg_end = c64(seg), c64(seg_end)
     grank = None if grank is None else c64(grank)
     rrow = c64(slot_row[rs])
     slot_of_row = np.empty(n, np.int64)
     own = np.zeros(ns, np.int64)
     last_end = np.zeros(ns, np.int64)
     cursor = np.empty(max(E, 1), np.int64)
-    rc = kernel(n, owner_running.ctypes.data, None if grank is None else grank.ctypes.data,
+    rc = kernel(n, owner_running.ctypes.data, int(owner_wide),
+                None if grank is None else grank.ctypes.data,
                 seg.ctypes.data, seg_end.ctypes.data, E, bounds[:-1].ctypes.data,
                 bounds[1:].ctypes.data, rrow.ctypes.data, rs.ctypes.data, ns,
                 slot_of_row.ctypes.data, own.ctypes.data, last_end.ctypes.data,
@@ -612,4 +616,4 @@ def _credit_kernel():
     import ctypes
     from .._paths import graph_kernel
     i, p = ctypes.c_int64, ctypes.c_void_p
-    return graph_kernel("gl_credit_segments", [i, p, p, p, p, i, p, p, p, p, i, p, p, p, p])
+    return graph_kernel("gl_credit_segments", [i, p, i, p, p, p, i, p, p, p, p, i, p, p, p, p])

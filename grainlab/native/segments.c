@@ -24,15 +24,19 @@
  * last_end[s] = max(last_end[s], seg_end[r]) over those rows (own and
  * last_end hold ns entries the caller initialised). Rows are credited in
  * row order. Returns 0; -2 when an owner or slot id is out of range. */
-int gl_credit_segments(int64_t n, const int64_t *owner_running, const int64_t *grank,
+int gl_credit_segments(int64_t n, const void *owner_running, int64_t owner_wide,
+                       const int64_t *grank,
                        const int64_t *seg, const int64_t *seg_end, int64_t E,
                        const int64_t *rbeg, const int64_t *rend, const int64_t *rrow,
                        const int64_t *rslot, int64_t ns, int64_t *slot_of_row,
                        int64_t *own, int64_t *last_end, int64_t *cursor) {
+  /* owner_running: int32 (owner_wide 0, the builder's ids while they fit) or int64 */
+  const int32_t *run32 = owner_running;
+  const int64_t *run64 = owner_running;
   /* cursor: E scratch entries, the position each owner's last row landed at */
   for (int64_t o = 0; o < E; o++) cursor[o] = rbeg[o];
   for (int64_t r = 0; r < n; r++) {
-    int64_t o = owner_running[r];
+    int64_t o = owner_wide ? run64[r] : (int64_t)run32[r];
     slot_of_row[r] = -1;
     if (o < 0 || seg[r] <= 0) continue;
     if (o >= E) return -2;
@@ -84,7 +88,7 @@ int gl_credit_segments(int64_t n, const int64_t *owner_running, const int64_t *g
  * nobody[256]: nobody runs after it. A thread's first row decides (or runs
  * nobody) whatever its event; other rows keep the thread's running owner.
  * clip[E]: an owner's segments end no later than this.
- * Out: owner_running[r] (-1: nobody); seg_end[r] = min(the thread's next
+ * Out: owner_running[r] (-1: nobody; of the owners' width); seg_end[r] = min(the thread's next
  * row's time, or this row's at its last row; clip[owner]) and seg[r] =
  * max(seg_end - time, 0), 0 when nobody runs. Returns 0; -2 when an owner
  * is out of range. */
@@ -92,12 +96,15 @@ int gl_running_segments(int64_t n, const uint8_t *ev, const uint8_t *first,
                         const int64_t *time, const void *task_owner,
                         const void *other_owner, int64_t owner_wide, const uint8_t *decides,
                         const uint8_t *nobody, int64_t create_event, int64_t E,
-                        const int64_t *clip, int64_t *owner_running, int64_t *seg,
+                        const int64_t *clip, void *owner_running, int64_t *seg,
                         int64_t *seg_end) {
   /* owners as the builder keeps them: int32 while ids fit (owner_wide 0),
-   * read in place rather than widened into two row-sized int64 copies */
+   * read in place rather than widened into two row-sized int64 copies, and
+   * the running owner written at the same width */
   const int32_t *task32 = task_owner, *other32 = other_owner;
   const int64_t *task64 = task_owner, *other64 = other_owner;
+  int32_t *run32 = owner_running;
+  int64_t *run64 = owner_running;
   int64_t running = -1;
   for (int64_t r = 0; r < n; r++) {
     uint8_t e = ev[r];
@@ -112,7 +119,10 @@ int gl_running_segments(int64_t n, const uint8_t *ev, const uint8_t *first,
       running = -1;
     }
     if (running >= E) return -2;
-    owner_running[r] = running;
+    if (owner_wide)
+      run64[r] = running;
+    else
+      run32[r] = (int32_t)running;
     int last = r + 1 == n || first[r + 1];
     int64_t end = last ? time[r] : time[r + 1];
     if (running >= 0 && clip[running] < end) end = clip[running];
