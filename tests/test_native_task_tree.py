@@ -69,3 +69,20 @@ def test_hand_made_forest():
     assert walk(up, rooted)[0] is True
     with pytest.raises(ValueError):
         walk(np.array([5], np.int32))
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_depths_equal_list_rank(seed, dtype):
+    """Every task's depth from the walk (the grains table's depth) against
+    the pointer jumping it replaces; a looping forest gives None (then the
+    twin raises its own error)."""
+    from grainlab.graph.columns import list_rank
+    from grainlab.trace.task_tree import depths
+    rng = np.random.default_rng(500 + seed)
+    n = int(rng.integers(1, 600))
+    up = random_forest(rng, n).astype(dtype)
+    got = depths(up)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, list_rank(up) + 1)
+    assert depths(add_cycle(rng, up.copy()).astype(dtype)) is None

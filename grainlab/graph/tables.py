@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema as S
+from ..trace import task_tree
 from ..tables.identity import FIRST as FIRST_STEP, UNKNOWN as UNKNOWN_STEP
 from ..tables.identity import WORKSHARE as WORKSHARE_STEP, as_column, string_column
 from .columns import (I64MAX, first_after, frame, list_rank, lookup, pack, reindexed,
@@ -181,7 +182,11 @@ def _grain_table(owners, chunks, nodes, public, per_grain, waiter, n_waited, loo
     tparent = owners.of(ex["parent"].to_numpy(np.uint64))
     parent = np.concatenate([public(tparent), public(chunks.owner)]).astype(c["grain"].dtype)
     depth = np.ones(G, np.int32)
-    depth[:T] = list_rank(np.where((tparent >= 0) & (tparent < T), tparent, -1)) + 1
+    up = np.where((tparent >= 0) & (tparent < T), tparent, -1)
+    # one compiled walk up the tree (trace/task_tree.py) where built: the
+    # pointer jumping of list_rank took 0.56 s at 7M tasks
+    walked = task_tree.depths(up)
+    depth[:T] = walked if walked is not None else list_rank(up) + 1
     flags = np.zeros(G, np.uint32)
     flags[:T] = ex["flags"].to_numpy(np.uint32)
     codeptr = np.zeros(G, np.uint64)
