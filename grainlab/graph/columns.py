@@ -143,9 +143,39 @@ def list_rank(parent: np.ndarray) -> np.ndarray:
     raise cycle_error()
 
 
-def inherit(value: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """value[x] = value[up[x]] for every x with up[x] >= 0, transitively
-    (pointer jumping: O(log depth) passes)."""
+def inherit(value: np.ndarray, up: np.ndarray, native: bool | None = None) -> np.ndarray:
+    """value[x] = value[up[x]] for every x with up[x] >= 0, transitively:
+    each node takes the value of the top of its chain. One compiled walk
+    (gl_forest_inherit, grainlab/native/task_tree.c) for int64 values where
+    built, else (and for a chain that loops, which it then reports) the
+    numpy twin; `native` False forces the twin (tests)."""
+    if native is not False and value.dtype == np.int64 and len(up):
+        got = _inherit_native(value, up)
+        if got is not None:
+            return got
+    return _inherit_numpy(value, up)
+
+
+def _inherit_native(value, up):
+    import ctypes
+    from .._paths import graph_kernel
+    p = ctypes.c_void_p
+    fn = graph_kernel("gl_forest_inherit", [ctypes.c_int64, p, ctypes.c_int, p, p, p, p])
+    if fn is None:
+        return None
+    wide = up.dtype != np.int32
+    up = np.ascontiguousarray(up, dtype=np.int64 if wide else np.int32)
+    value = np.ascontiguousarray(value)
+    out = np.empty(len(up), np.int64)
+    state = np.empty(len(up), np.uint8)
+    path = np.empty(len(up), up.dtype)
+    rc = fn(len(up), up.ctypes.data, int(wide), value.ctypes.data, out.ctypes.data,
+            state.ctypes.data, path.ctypes.data)
+    return out if rc == 0 else None
+
+
+def _inherit_numpy(value: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """inherit's twin: pointer jumping, O(log depth) passes."""
     value, up = value.copy(), up.copy()
     for _ in range(max_rounds(len(up))):
         live = np.flatnonzero(up >= 0)

@@ -64,3 +64,43 @@ int gl_forest_depth(int64_t n, const void *up, int wide, const uint8_t *rooted,
   return wide ? forest_depth64(n, up, rooted, state, depth, path, max_depth)
               : forest_depth32(n, up, rooted, state, depth, path, max_depth);
 }
+
+/* Every node takes the value of the top of its chain (columns.py, inherit:
+ * value[x] = value[up[x]] transitively; a node without a parent keeps its
+ * own). Each node is visited once, as above, instead of the twin's
+ * O(log depth) pointer-jumping passes. n nodes, up int32 (wide 0) or int64,
+ * value/out int64; scratch state (n bytes) and path (n entries of up's type).
+ * Returns 0; 1 when following up loops; -2 when a parent is out of range. */
+#define FOREST_INHERIT(NAME, T)                                                   \
+  static int NAME(int64_t n, const T *up, const int64_t *value, int64_t *out,     \
+                  uint8_t *state, T *path) {                                      \
+    for (int64_t i = 0; i < n; i++) state[i] = UNSEEN;                            \
+    for (int64_t i = 0; i < n; i++) {                                             \
+      if (state[i] == DONE) continue;                                             \
+      int64_t len = 0, v = i, base;                                               \
+      for (;;) {                                                                  \
+        if (state[v] == ON_PATH) return 1;                                        \
+        if (state[v] == DONE) { base = out[v]; break; }                           \
+        int64_t p = (int64_t)up[v];                                               \
+        if (p >= n || p < -1) return -2;                                          \
+        if (p < 0) { base = value[v]; out[v] = base; state[v] = DONE; break; }   \
+        state[v] = ON_PATH;                                                       \
+        path[len++] = (T)v;                                                       \
+        v = p;                                                                    \
+      }                                                                           \
+      for (int64_t k = len - 1; k >= 0; k--) {                                    \
+        out[path[k]] = base;                                                      \
+        state[path[k]] = DONE;                                                    \
+      }                                                                           \
+    }                                                                             \
+    return 0;                                                                     \
+  }
+
+FOREST_INHERIT(forest_inherit32, int32_t)
+FOREST_INHERIT(forest_inherit64, int64_t)
+
+int gl_forest_inherit(int64_t n, const void *up, int wide, const int64_t *value, int64_t *out,
+                      uint8_t *state, void *path) {
+  return wide ? forest_inherit64(n, up, value, out, state, path)
+              : forest_inherit32(n, up, value, out, state, path);
+}
