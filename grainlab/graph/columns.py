@@ -90,12 +90,32 @@ def cumcount(sorted_keys: np.ndarray, dtype=np.int64) -> np.ndarray:
     return out
 
 
-def first_per_key(keys: np.ndarray, n_keys: int) -> np.ndarray:
+def first_per_key(keys: np.ndarray, n_keys: int, native: bool | None = None) -> np.ndarray:
     """Positions (into keys) of the first occurrence of each present key, in
-    increasing key order (keys are dense ints in [0, n_keys))."""
+    increasing key order (keys are dense ints in [0, n_keys)). One compiled
+    pass (gl_first_per_key, grainlab/native/columns.c) for int32/int64 keys
+    where built, else the numpy twin; `native` False forces the twin."""
+    if native is not False and keys.dtype in (np.int32, np.int64):
+        first = _first_per_key_native(keys, n_keys)
+        if first is not None:
+            return first[first < len(keys)]
     first = np.full(n_keys, len(keys), dtype=np.int64)
     np.minimum.at(first, keys, np.arange(len(keys)))
     return first[first < len(keys)]
+
+
+def _first_per_key_native(keys, n_keys):
+    import ctypes
+    from .._paths import graph_kernel
+    i, p = ctypes.c_int64, ctypes.c_void_p
+    fn = graph_kernel("gl_first_per_key", [i, p, i, i, p])
+    if fn is None:
+        return None
+    keys = np.ascontiguousarray(keys)
+    first = np.empty(max(int(n_keys), 0), np.int64)
+    rc = fn(len(keys), keys.ctypes.data, int(keys.dtype == np.int64), len(first),
+            first.ctypes.data)
+    return first if rc == 0 else None
 
 
 def isin_small(values: np.ndarray, codes) -> np.ndarray:
