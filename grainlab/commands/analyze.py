@@ -86,6 +86,8 @@ def run(args) -> int:
         raise UsageError("--top must be >= 0")
     if args.workers is not None or args.scheduler is not None:
         return _run_parts(args, th, interval, UsageError)
+    if args.region is None and args.window is None:     # a part is smaller: not judged
+        _check_memory(args.trace)
     a = Analysis(args.trace, thresholds=th, interval=interval, region=args.region,
                  window=args.window, weigh=args.weigh, progress=Progress())
     report = a.report(args.top)
@@ -275,3 +277,19 @@ def _amdahl(r: dict) -> list:
              if start else "")
     return [f"  serial       {fmt_ns(s['serial_ns'])} of the initial task on the critical path"
             f"{where}: at most {bound:.1f}x on any number of cores (Amdahl: work / serial)"]
+
+
+def _check_memory(trace) -> None:
+    """A whole run that cannot fit in memory is refused before it is loaded
+    (grainlab/memory_check.py); a file that is no trace is left to the
+    analysis, which says what is wrong with it."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from ..memory_check import check_fits
+    try:
+        events = pq.ParquetFile(str(trace)).metadata.num_rows
+    except Exception:       # noqa: BLE001 - not a readable Parquet file: the load says why
+        return
+    check_fits(Path(trace).name, events)
