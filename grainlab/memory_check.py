@@ -8,7 +8,8 @@ saying what it needs and what to do (`grainlab info` streams any size).
 The estimate is the measured peak per event of the whole-run analysis
 (benchmarks/analyze_scale.py, stop 38: 287 B/event at fib 33, 45.6M events;
 235 at uts, 28M events; 331 at fib 28, where fixed costs weigh more), so
-BYTES_PER_EVENT plus BASE_BYTES, against MemAvailable plus free swap.
+BYTES_PER_EVENT plus BASE_BYTES (SERVE_BYTES_PER_EVENT for `serve`, whose
+views hold more), against MemAvailable plus free swap.
 GRAINLAB_MEMORY_LIMIT=SIZE (e.g. 8G, 512M) sets what may be used instead (a
 budget on a shared machine); GRAINLAB_MEMORY_CHECK=0 skips the check."""
 from __future__ import annotations
@@ -19,13 +20,18 @@ import re
 from .errors import UsageError
 
 BYTES_PER_EVENT = 300
+# `serve` keeps the analysis and adds the views' layout, parallelism profiles
+# and data locality: 15.4 GB for fib 32 (28.2M events, 546 B/event); fib 33
+# (45.6M events) was killed by the kernel at 24 GB on a 23 GiB machine
+SERVE_BYTES_PER_EVENT = 600
 BASE_BYTES = 256 << 20
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def needed_bytes(events: int) -> int:
-    """Estimated peak memory of analyzing `events` events in one process."""
-    return BASE_BYTES + BYTES_PER_EVENT * int(events)
+def needed_bytes(events: int, per_event: int = BYTES_PER_EVENT) -> int:
+    """Estimated peak memory of analyzing `events` events in one process
+    (per_event: SERVE_BYTES_PER_EVENT for `serve`)."""
+    return BASE_BYTES + per_event * int(events)
 
 
 def available_bytes() -> int | None:
@@ -46,19 +52,22 @@ def available_bytes() -> int | None:
         return None
 
 
-def check_fits(name: str, events: int) -> None:
-    """Refuse (UsageError, one line) a whole-run analysis of `events` events
-    that cannot fit: before anything is loaded."""
+def check_fits(name: str, events: int, serve: bool = False) -> None:
+    """Refuse (UsageError, one line) a whole-run analysis (serve: and its
+    views) of `events` events that cannot fit: before anything is loaded."""
     if os.environ.get("GRAINLAB_MEMORY_CHECK", "").strip() == "0":
         return
     have = available_bytes()
-    need = needed_bytes(events)
+    need = needed_bytes(events, SERVE_BYTES_PER_EVENT if serve else BYTES_PER_EVENT)
     if have is None or need <= have:
         return
+    doing = "serving" if serve else "analyzing"
+    fits = "`grainlab analyze` fits (its report, no views); " \
+        if serve and needed_bytes(events) <= have else ""
     raise UsageError(
-        f"{name}: analyzing its {events:,} events in one process needs about "
-        f"{_gib(need)} of memory and {_gib(have)} is available: `grainlab info` reads it "
-        "(streaming, any size); to analyze, record a shorter run or coarser tasks (a "
+        f"{name}: {doing} its {events:,} events in one process needs about "
+        f"{_gib(need)} of memory and {_gib(have)} is available: {fits}`grainlab info` reads "
+        "it (streaming, any size); to analyze, record a shorter run or coarser tasks (a "
         "cutoff), or run where there is more memory (GRAINLAB_MEMORY_CHECK=0 tries anyway)")
 
 

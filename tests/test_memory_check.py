@@ -18,6 +18,19 @@ TRACE = REPO / "tests" / "data" / "fib14_t2_single_on_thread1.parquet"
 def test_estimate_grows_with_events():
     assert M.needed_bytes(0) == M.BASE_BYTES
     assert M.needed_bytes(10**8) > 10**10 > M.needed_bytes(10**6)
+    assert M.needed_bytes(10**7, M.SERVE_BYTES_PER_EVENT) > M.needed_bytes(10**7)
+
+
+def test_serve_is_judged_by_its_own_estimate(monkeypatch):
+    """A run the analysis fits but the views do not (fib 33's serve was
+    killed at 24 GB): refused for serve only."""
+    events = 40_000_000
+    limit = (M.needed_bytes(events) + M.needed_bytes(events, M.SERVE_BYTES_PER_EVENT)) // 2
+    monkeypatch.setenv("GRAINLAB_MEMORY_LIMIT", str(limit))
+    M.check_fits("t.parquet", events)
+    with pytest.raises(UsageError, match="serving its 40,000,000 events") as e:
+        M.check_fits("t.parquet", events, serve=True)
+    assert "`grainlab analyze` fits" in str(e.value)
 
 
 def test_check_refuses_with_the_numbers(monkeypatch):

@@ -279,7 +279,7 @@ def _amdahl(r: dict) -> list:
             f"{where}: at most {bound:.1f}x on any number of cores (Amdahl: work / serial)"]
 
 
-def _check_memory(trace) -> None:
+def _check_memory(trace, serve: bool = False) -> None:
     """A whole run that cannot fit in memory is refused before it is loaded
     (grainlab/memory_check.py); a file that is no trace is left to the
     analysis, which says what is wrong with it."""
@@ -292,4 +292,4 @@ def _check_memory(trace) -> None:
         events = pq.ParquetFile(str(trace)).metadata.num_rows
     except Exception:       # noqa: BLE001 - not a readable Parquet file: the load says why
         return
-    check_fits(Path(trace).name, events)
+    check_fits(Path(trace).name, events, serve=serve)

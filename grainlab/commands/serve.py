@@ -60,7 +60,7 @@ def run(args) -> int:
         print(f"grainlab: warning: serving on {args.host}: anyone who can reach this machine "
               "can see the trace and the source lines it names", file=sys.stderr)
     from .analyze import _check_memory
-    _check_memory(args.trace)             # a run that cannot fit: one line, before the port
+    _check_memory(args.trace, serve=True)   # a run that cannot fit: one line, before the port
     sock = _bind(args.host, args.port)     # a taken port fails now, before the long load
     port = sock.getsockname()[1]
     sock.close()
