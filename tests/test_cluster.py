@@ -210,10 +210,14 @@ def test_ranks_command_on_the_real_run(run4, tmp_path):
         assert x["in_openmp_ns"] + x["outside_openmp_ns"] == x["duration_ns"]
         assert 0 < x["in_openmp_ns"] < x["duration_ns"]
         assert x["work_ns"] > 0 and x["span_ns"] > 0
-    # rank 0 sweeps each block 8 times: its grain work leads by a wide margin
-    assert doc["imbalance"]["critical_rank"] == 0
-    others = sorted(x["work_ns"] for x in rows[1:])
-    assert rows[0]["work_ns"] > 2 * others[len(others) // 2]
+    # the critical rank is the one with the most grain work. (Rank 0 sweeps
+    # each block 8 times, but its grains are ~0.3 ms of work in all: one
+    # preemption of another rank's grain on a busy 2-core machine outweighs
+    # that, and a CI run found rank 3 ahead. So the rule is checked, not
+    # which rank the timing made it.)
+    work = [x["work_ns"] for x in rows]
+    assert doc["imbalance"]["critical_rank"] == int(np.argmax(work))
+    assert doc["imbalance"]["work_max_over_mean"] == pytest.approx(max(work) / np.mean(work))
     assert html.read_text().count("rank 3") >= 1
     seq = json.loads(grainlab("ranks", "--json", *run4).stdout)
     assert seq == doc                                   # the same numbers either way
@@ -245,7 +249,10 @@ def test_ranks_view_in_the_web_app(run4, browser):  # noqa: F811 (fixture)
                         what="ranks table")
         cells = [r.find_elements("css selector", "td") for r in rows]
         assert [c[0].text for c in cells if c] == [str(r) for r in range(NP)]
-        assert "critical rank 0" in d.find_element("css selector", "#ranks-summary").text
+        import grainlab as gl
+        critical = gl.ranks(run4).imbalance["critical_rank"]   # the analysis's, shown as is
+        assert f"critical rank {critical} " in d.find_element("css selector",
+                                                              "#ranks-summary").text
         shot(d, "ranks")
     finally:
         s.stop()
