@@ -31,6 +31,7 @@
 //   the GL_COLUMN lines of grainlab/trace_columns.def, the one definition the
 //   Python side reads too: each use below expands them.
 #include "grainlab_event.h"
+#include "grainlab_spool.h"
 
 #include <arrow/api.h>
 #include <arrow/io/file.h>
@@ -72,12 +73,18 @@ struct ColumnChoice {
   // change: the footer holds every column chunk's size and tsc's range.
   bool statistics;
 };
+// zstd levels: 3 where a column is small once encoded (tsc, task: its
+// deltas), 1 where zstd reads 4-8 bytes an event (event, kind, other, and
+// value/count, which are nearly all zeros on task programs): level 3's
+// doubleFast matcher on those was ~8% of the converter's CPU for ~7% of
+// the file (fib 32: 1.67 -> 1.54 s, 1.55 -> 1.68 bytes/event; 10^8
+// grains must be ready within 3x the run, issue 31).
 constexpr ColumnChoice kColumns[] = {
     // Event codes and OMPT kinds: few values, but dictionary + RLE cost
     // ~80 ms each (DictEncoder Put/WriteIndices) for 0.03 bytes/event;
     // BYTE_STREAM_SPLIT puts the (zero) high bytes in streams of their own:
     // 0.06 bytes/event for ~42 ms.
-    {"event", Enc::kByteSplit, 3, true},
+    {"event", Enc::kByteSplit, 1, true},
     // Constant per row group (thread) or nearly (cpu, flags): PLAIN + zstd
     // level 1 is as small as dictionary + RLE (0.004-0.006 bytes/event) in
     // half the time (~26 against ~50 ms) and one page instead of two.
@@ -92,7 +99,7 @@ constexpr ColumnChoice kColumns[] = {
     // are large; splitting its bytes into streams lets zstd see that the high
     // bytes (the `(thread + 1) << 40` id prefix) barely change: 0.66
     // bytes/event against 1.50 with DELTA_BINARY_PACKED and 1.20 with PLAIN.
-    {"other", Enc::kByteSplit, 3, false},
+    {"other", Enc::kByteSplit, 1, false},
     // A few return addresses per program: the dictionary wins by far (0.03
     // bytes/event against 0.28-0.50 for the others).
     {"codeptr", Enc::kDict, 3, false},
@@ -101,9 +108,9 @@ constexpr ColumnChoice kColumns[] = {
     // bytes/event in all against 3.88 with dictionaries (which overflow to
     // PLAIN there) and 2.23 with PLAIN; on fib it costs ~4% more converter
     // time than PLAIN for the same size.
-    {"value", Enc::kDelta, 3, false},
-    {"count", Enc::kDelta, 3, false},
-    {"kind", Enc::kByteSplit, 3, true},
+    {"value", Enc::kDelta, 1, false},
+    {"count", Enc::kDelta, 1, false},
+    {"kind", Enc::kByteSplit, 1, true},
     {"flags", Enc::kPlain, 1, true},
 };
 constexpr bool same_name(const char *a, const char *b) {
@@ -160,7 +167,18 @@ std::shared_ptr<parquet::WriterProperties> make_properties(int ncounters,
   parquet::WriterProperties::Builder b;
   b.memory_pool(writer_pool())
       ->compression(parquet::Compression::ZSTD)
-      ->max_row_group_length(kMaxRowGroupLength);
+      ->max_row_group_length(kMaxRowGroupLength)
+      // One data page per column of a full buffer (GL_BUFFER_EVENTS_DEFAULT
+      // rows, +1 for a flush's FLUSH_END row). Arrow's default cuts a page
+      // every 20,000 rows, and each compressed page costs a fresh zstd
+      // context (~20 us here: ZSTD_createCCtx runs `cpuid`, a VM exit): 45
+      // contexts a row group instead of 12 were 10% of the converter's CPU,
+      // and zstd compresses one larger page better. The page is cut as the
+      // buffered row group's batch ends, on Arrow's pool threads: a page left
+      // open would be compressed when the group closes, serially on the
+      // writer thread (a limit of 2^40 rows did that: 10% slower in wall
+      // time). fib 32 (28.2M events): 2.03 -> 1.67 s, 1.96 -> 1.55 bytes/event.
+      ->max_rows_per_page(GL_BUFFER_EVENTS_DEFAULT + 1);
   auto set = [&b](const std::string &col, Enc enc, int level, bool stats) {
     b.compression_level(col, level);
     if (!stats) b.disable_statistics(col);
