@@ -111,7 +111,9 @@ def measure(trace: Path, d) -> dict:
             t2 = time.perf_counter()
             box.send_keys(th + "\n")
             # the count line names the threshold it was computed for
-            wait(lambda th=th: count(d).rstrip().endswith(f" {th}"))
+            # ("... with parallel_benefit < 0.5", perhaps followed by
+            # " · most grains flagged: ...")
+            wait(lambda th=th: re.search(rf"[<>] {re.escape(th)}(\s|$)", count(d)))
             lat.append(time.perf_counter() - t2)
         lod = d.find_element("id", "lod").text.strip(" ·")
         return {"answers": answers, "ready": ready, "first": first, "threshold": lat[0], "again": lat[1],
@@ -132,7 +134,7 @@ def main() -> int:
     args = ap.parse_args()
     cache = Path(args.cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
-    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     print(f"serve_scale: shape={args.shape} sizes={args.sizes} ({os.cpu_count()} cpus, "
           f"load average {os.getloadavg()[0]:.1f})")
     rows = []
