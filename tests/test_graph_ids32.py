@@ -147,3 +147,26 @@ def test_a_trace_made_in_memory_cannot_release_its_events(tmp_path):
     made = gl.Trace(t.path, t.meta, t.events, t.row_group_sizes)
     assert not made.release_events()
     assert made.events is t.events
+
+
+def test_the_web_app_data_reads_no_event_table_back(tmp_path, monkeypatch):
+    """Building what `grainlab serve` shows keeps the analysis's events
+    released (the 'no data accesses' hint asks the file's event column only:
+    reading the table back was +0.6 GiB at fib 30), with the same answers."""
+    from grainlab import schema as S
+    from grainlab.app.data import AppData
+    from grainlab.trace import trace as T
+    path = tmp_path / "r.parquet"
+    synth.generate(path, "random", 300, threads=2, seed=5)
+    held = gl.load(path)
+    reads = []
+    reread = T._reread_events
+    monkeypatch.setattr(T, "_reread_events", lambda *a: reads.append(a) or reread(*a))
+    a = gl.analyze(path)
+    data = AppData(a)
+    assert a.trace._events is None and reads == []
+    assert data.krd_note and "no data accesses" in data.krd_note
+    codes = set(held.events["event"].unique().tolist())
+    for code in range(max(codes) + 2):
+        assert a.trace.has_event(code) == (code in codes) == held.has_event(code)
+    assert reads == []

@@ -27,7 +27,7 @@ def krd(a, domain: str = "llc", *, l2=None, llc=None, depend_bytes=None) -> dict
     from ..symbolize import symbolize
     acc = accesses(a, depend_bytes)
     if not len(acc):
-        raise GrainlabError(K.no_accesses(a.path, a.trace.events))
+        raise GrainlabError(K.no_accesses(a.path, a.trace))
     r = K.reuse(acc, a.trace.meta.get("topology"), domain, l2, llc)
     codes = np.unique(r.codeptr)
     names = dict(zip(codes.tolist(), symbolize(codes, a.trace.meta.get("loadmap", []))))

@@ -224,10 +224,10 @@ def summary(r: Reuse, names=None) -> dict:
     return out
 
 
-def no_accesses(path, events) -> str:
+def no_accesses(path, trace) -> str:
     """The one line saying the trace has nothing to measure, and how to fix it."""
     from .. import schema as S
-    has_depend = bool((events["event"].to_numpy() == S.DEPENDENCE).any())
+    has_depend = trace.has_event(S.DEPENDENCE)
     hint = ("its tasks have `depend` items: give them a size with --depend-bytes N"
             if has_depend else
             "annotate the grains with grain_data(base, bytes, GRAIN_IN|GRAIN_OUT|GRAIN_INOUT) "

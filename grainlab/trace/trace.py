@@ -158,6 +158,18 @@ class Trace:
         self._events = None
         return True
 
+    def has_event(self, code: int) -> bool:
+        """Whether any row is of event `code`: from the held events, or, when
+        they were released, from the file's `event` column alone (1 byte an
+        event, instead of reading the whole table back: the web app asks this
+        of every trace without data accesses)."""
+        if self._events is not None or self._reread is None:
+            return bool((self.events["event"].to_numpy() == code).any())
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        column = pq.read_table(self.path, columns=["event"]).column("event")
+        return bool(pc.any(pc.equal(column, code)).as_py())
+
     # -- simple facts -----------------------------------------------------
     @property
     def thread_ids(self) -> np.ndarray:
