@@ -317,7 +317,7 @@ def test_search_box_finds_a_grain_or_all_grains_of_a_location(browser, record):
         d.get(s.url + "?view=graph")
         box = wait_for(lambda: d.find_element("id", "graph-search"), what="the search box")
         wait_for(lambda: d.find_element("id", "problem-count").text.strip(), what="state")
-        want = int((data.locations == loc).sum())
+        want = int(data.locations.where(loc).sum())
         tries = []
 
         def searched():

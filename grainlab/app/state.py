@@ -190,7 +190,7 @@ def find(data: AppData, text) -> tuple[str, object] | None:
     m = re.fullmatch(r"#?(\d+)", text)
     if m and int(m.group(1)) < data.n_grains:
         return "grain", int(m.group(1))
-    locs, counts = np.unique(data.locations, return_counts=True)
+    locs, counts = data.locations.counts()
     if text in locs:
         return "location", text
     hit = np.char.find(np.char.lower(locs.astype(str)), text.lower()) >= 0

@@ -1,0 +1,67 @@
+"""Columns the web app prepares once per trace, against what they replaced:
+the per-grain locations (grainlab.app.data.Locations: category codes, for a
+numpy string array) give each grain's location, a batch of them for the
+hover labels and the grains at one location (the "by source location"
+view's colouring); the threads view's row of each fragment (a look-up
+table, for a dict map)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import grainlab as gl
+from grainlab import synth
+from grainlab.app.data import LOCATION_VIEW, AppData, Locations, _distinct_threads
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_locations_match_a_string_array(seed):
+    rng = np.random.default_rng(seed)
+    names = [f"f{i}.c:{rng.integers(1, 999)} (fn{i}, task)" for i in range(rng.integers(1, 9))]
+    n = int(rng.integers(0, 400))
+    values = pd.Series(pd.Categorical(rng.choice(names, n) if n else [], categories=names))
+    strings = values.to_numpy().astype(str)
+    for series in (values, values.astype(str)):          # categorical or not
+        loc = Locations(series)
+        assert len(loc) == n
+        for i in rng.integers(0, max(n, 1), 10) if n else []:
+            assert loc[int(i)] == strings[i] and isinstance(loc[int(i)], str)
+        gid = rng.integers(0, n, 30) if n else np.zeros(0, int)
+        np.testing.assert_array_equal(loc[gid].astype(str), strings[gid])
+        for name in names + ["nowhere.c:1 (x, task)"]:
+            np.testing.assert_array_equal(loc.where(name), strings == name)
+        np.testing.assert_array_equal(np.asarray(loc).astype(str), strings)
+        want = np.unique(strings, return_counts=True)
+        got = loc.counts()
+        np.testing.assert_array_equal(got[0].astype(str), want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_the_location_view_colours_the_grains_at_the_location(tmp_path):
+    path = tmp_path / "t.parquet"
+    synth.generate(path, "random", 300, threads=2, seed=4)
+    a = gl.analyze(path)
+    data = AppData(a)
+    where = a.locations.astype(str).to_numpy()
+    for location in sorted(set(where)):
+        sev, count = data.severity(LOCATION_VIEW, None, location)
+        np.testing.assert_array_equal(sev, (where == location).astype(float))
+        assert count == int((where == location).sum())
+    assert data.grain_details(0)["location"] == where[0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_thread_rows_match_a_dict_map(seed):
+    rng = np.random.default_rng(seed)
+    ids = rng.choice([0, 1, 2, 5, 9, 40, 2 ** 21], int(rng.integers(1, 6)), replace=False)
+    thread = rng.choice(np.r_[ids, -1], int(rng.integers(0, 500))).astype(np.int64)
+    threads = _distinct_threads(thread)
+    assert threads == sorted(set(thread.tolist()) - {-1})
+    rows = {t: i for i, t in enumerate(threads)}
+    data = AppData.__new__(AppData)          # only the look-up under test
+    data.thread_rows = rows
+    want = pd.Series(thread).map(rows).fillna(-1).astype(np.int64).to_numpy()
+    np.testing.assert_array_equal(data._rows(thread), want)
+    # ids the view has no row for (another trace's threads, negatives)
+    other = np.array([-7, -1, 3, 10 ** 6], np.int64)
+    np.testing.assert_array_equal(data._rows(other),
+                                  pd.Series(other).map(rows).fillna(-1).astype(np.int64))
