@@ -65,3 +65,28 @@ def test_thread_rows_match_a_dict_map(seed):
     other = np.array([-7, -1, 3, 10 ** 6], np.int64)
     np.testing.assert_array_equal(data._rows(other),
                                   pd.Series(other).map(rows).fillna(-1).astype(np.int64))
+
+
+def _chunk_labels_reference(gr):
+    """The former labelling: a label made for every grain, kept for chunks."""
+    first = gr["first_iteration"].to_numpy(np.int64)
+    n = gr["iterations"].to_numpy(np.int64)
+    lab = pd.Series(first).astype(str) + "-" + pd.Series(first + n - 1).astype(str) \
+        if (first >= 0).any() else pd.Series(np.full(len(gr), "", dtype=object))
+    chunk = gr["kind"].astype(str).to_numpy() == "chunk"
+    out = np.full(len(gr), "", dtype=object)
+    out[chunk & (n > 0)] = lab.to_numpy(dtype=object)[chunk & (n > 0)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_chunk_labels_match_the_former_labelling(seed):
+    from grainlab.export.drawing import _chunk_labels
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    kind = rng.choice(["task", "chunk"], n, p=[0.6, 0.4] if seed % 3 else [1.0, 0.0])
+    first = np.where(kind == "chunk", rng.integers(-1, 10 ** 6, n), -1)
+    gr = pd.DataFrame({"kind": pd.Categorical(kind, categories=["task", "chunk"])
+                       if seed % 2 else kind, "first_iteration": first,
+                       "iterations": np.where(kind == "chunk", rng.integers(0, 50, n), -1)})
+    np.testing.assert_array_equal(_chunk_labels(gr), _chunk_labels_reference(gr))

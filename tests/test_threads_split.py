@@ -87,6 +87,18 @@ def test_empty_and_unsorted_inputs():
     same(_split(2, -10, 12, *w, *r), reference(2, -10, 12, *w, *r))
 
 
+def test_times_too_wide_to_pack_take_the_stable_sort():
+    rng = np.random.default_rng(11)
+    for seed in range(5):
+        w = intervals(rng, 50, 3, 2 ** 20, tiling=True)
+        r = intervals(rng, 40, 3, 2 ** 20, tiling=False)
+        far = 2 ** 61 + seed                           # (row, time) does not fit 62 bits
+        w = (w[0], w[1] + far, w[2] + far)
+        r = (r[0], r[1] - far, r[2] - far)
+        args = (3, -far, far + 2 ** 21, *w, *r)
+        same(_split(*args), reference(*args))
+
+
 def test_row_time_order_sorts_by_row_then_time():
     rng = np.random.default_rng(7)
     row, time = rng.integers(0, 5, 2000), rng.integers(-2 ** 40, 2 ** 40, 2000)

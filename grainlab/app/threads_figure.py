@@ -62,18 +62,20 @@ class ThreadTimeline:
     def __init__(self, work: pd.DataFrame, runtime: pd.DataFrame, n_rows: int,
                  t0: int, t1: int):
         self.n_rows, self.t0, self.t1 = int(n_rows), int(t0), int(t1)
-        w = work[work["row"] >= 0]
-        self.w_row = w["row"].to_numpy(np.int64)
-        self.w_start = w["start"].to_numpy(np.int64)
-        self.w_end = w["end"].to_numpy(np.int64)
-        self.w_owner = w["owner"].to_numpy(np.int64)
-        o = np.argsort(self.w_start, kind="stable")
-        self.w_row, self.w_start, self.w_end, self.w_owner = \
-            self.w_row[o], self.w_start[o], self.w_end[o], self.w_owner[o]
-        rt = runtime[runtime["row"] >= 0]
+        # the columns once each, in start order (no filtered copy of the
+        # frames first: fresh memory is what costs here, ~2 s/GiB)
+        row, start = work["row"].to_numpy(np.int64), work["start"].to_numpy(np.int64)
+        o = np.flatnonzero(row >= 0)
+        o = o[np.argsort(start[o], kind="stable")]
+        self.w_row, self.w_start = row[o], start[o]
+        self.w_end = work["end"].to_numpy(np.int64)[o]
+        self.w_owner = work["owner"].to_numpy(np.int64)[o]
+        del o
+        r_row = runtime["row"].to_numpy(np.int64)
+        r = r_row >= 0
         rt_only, idle = _split(self.n_rows, self.t0, self.t1, self.w_row, self.w_start,
-                               self.w_end, rt["row"].to_numpy(np.int64),
-                               rt["start"].to_numpy(np.int64), rt["end"].to_numpy(np.int64))
+                               self.w_end, r_row[r], runtime["start"].to_numpy(np.int64)[r],
+                               runtime["end"].to_numpy(np.int64)[r])
         self.rt_row, self.rt_start, self.rt_end = rt_only
         self.idle_row, self.idle_start, self.idle_end = idle
 
@@ -93,50 +95,81 @@ def _split(n_rows, t0, t1, w_row, w_s, w_e, r_row, r_s, r_e):
     each as (row, start, end) arrays: one sweep over the interval ends sorted
     by (row, time). Rows are >= 0.
 
-    At 10^7 grains this is ~2e7 points: they are sorted as four runs, each
-    already in (row, time) order but for the runtime's ends (its intervals
-    nest), merged by one stable sort of packed keys, and the sweep counts in
-    int8/int32 (a lexsort of (time, row), int64 counts and np.setdiff1d over
-    every point took 5 s and 1.5 GB at fib 30; tests/test_threads_split.py
-    checks the two equal)."""
-    n_w, n_r = len(w_row), len(r_row)
-    wo, ro = _row_start_order(w_row, w_s), _row_start_order(r_row, r_s)
-    time = np.concatenate([w_s[wo], w_e[wo], r_s[ro], r_e[ro]])
-    w_row, r_row = w_row[wo], r_row[ro]
-    del wo, ro
+    At 10^7 grains this is ~2e7 points, and fresh memory is what costs (~2 s
+    per GiB here): each point is one int64 key, (row, time, which end of
+    which kind) packed, sorted in place; the sweep counts in int8/int32. A
+    lexsort of (time, row), int64 counts and np.setdiff1d over every point
+    took 5.8 s and +1.9 GiB at fib 30 (tests/test_threads_split.py checks
+    the two equal)."""
+    time, code = _sorted_points(w_row, w_s, w_e, r_row, r_s, r_e)
     # +1 where an interval of its kind opens, -1 where it closes
-    dw = np.zeros(len(time), np.int8)
-    dw[:n_w], dw[n_w:2 * n_w] = 1, -1
-    dr = np.zeros(len(time), np.int8)
-    dr[2 * n_w:2 * n_w + n_r], dr[2 * n_w + n_r:] = 1, -1
-    o = _row_time_order(np.concatenate([w_row, w_row, r_row, r_row]), time)
-    time, dw, dr = time[o], dw[o], dr[o]
-    del o
-    # in (row, time) order each row's points are one run: the rows need no gather
+    dw = np.array([1, -1, 0, 0], np.int8)[code]
+    dr = np.array([0, 0, 1, -1], np.int8)[code]
+    del code
+    # in (row, time) order each row's points are one run: no per-point row
     m = max(n_rows, int(w_row.max(initial=-1)) + 1, int(r_row.max(initial=-1)) + 1)
     per_row = 2 * (np.bincount(w_row, minlength=m) + np.bincount(r_row, minlength=m))
-    row = np.repeat(np.arange(len(per_row), dtype=np.int64), per_row)
     present = np.flatnonzero(per_row)
+    ends = np.cumsum(per_row[present])            # where each present row's run ends
     cw, cr = np.cumsum(dw, dtype=np.int32), np.cumsum(dr, dtype=np.int32)
     del dw, dr
-    same = row[:-1] == row[1:]
-    seg_s, seg_e, seg_row = time[:-1], time[1:], row[:-1]
-    long = same & (seg_e > seg_s)
-    w_on, r_on = cw[:-1] > 0, cr[:-1] > 0
-    rt = long & ~w_on & r_on
-    idle = long & ~w_on & ~r_on
-    runtime = (seg_row[rt], seg_s[rt], seg_e[rt])
+    # segment i runs from point i to point i + 1, within one row
+    long = time[1:] > time[:-1]
+    long[ends[:-1] - 1] = False
+    off = ~(cw[:-1] > 0)
+    del cw
+    r_on = cr[:-1] > 0
+    del cr
+    rt = np.flatnonzero(long & off & r_on)
+    idle = np.flatnonzero(long & off & ~r_on)
+    del long, off, r_on
+    runtime = (present[np.searchsorted(ends, rt, side="right")], time[rt], time[rt + 1])
     # idle before each row's first and after its last event, and rows without any
-    ends = np.cumsum(per_row[present])
     first_t, last_t = time[ends - per_row[present]], time[ends - 1]
     empty = np.flatnonzero(per_row[:n_rows] == 0)
-    i_row = np.concatenate([seg_row[idle], present, present, empty])
-    i_s = np.concatenate([seg_s[idle], np.full(len(present), t0), last_t,
+    i_row = np.concatenate([present[np.searchsorted(ends, idle, side="right")], present,
+                            present, empty])
+    i_s = np.concatenate([time[idle], np.full(len(present), t0), last_t,
                           np.full(len(empty), t0)])
-    i_e = np.concatenate([seg_e[idle], first_t, np.full(len(present), t1),
+    i_e = np.concatenate([time[idle + 1], first_t, np.full(len(present), t1),
                           np.full(len(empty), t1)])
     keep = i_e > i_s
     return runtime, (i_row[keep], i_s[keep], i_e[keep])
+
+
+def _sorted_points(w_row, w_s, w_e, r_row, r_s, r_e):
+    """Every interval end in (row, time) order, ties in the order work
+    starts, work ends, runtime starts, runtime ends: (times, codes 0-3)."""
+    parts = ((w_row, w_s), (w_row, w_e), (r_row, r_s), (r_row, r_e))
+    n = sum(len(r) for r, _ in parts)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int8)
+    lo = min(int(t.min()) for _, t in parts if len(t))
+    span = max(int(t.max()) for _, t in parts if len(t)) - lo + 1
+    rows = max(int(r.max()) for r, _ in parts if len(r)) + 1
+    if rows * span * 4 < 2 ** 62 and abs(lo) < 2 ** 61:
+        key, at = np.empty(n, np.int64), 0
+        for c, (r, t) in enumerate(parts):   # ((row * span + time - lo) << 2) | c, in place
+            k = key[at:at + len(r)]
+            np.multiply(r, span, out=k)
+            k += t
+            k -= lo
+            k <<= 2
+            k |= c
+            at += len(r)
+        key.sort()
+        code = (key & 3).astype(np.int8)
+        key >>= 2
+        key %= span                         # time - lo: the row is in the sort order
+        key += lo
+        return key, code
+    # too wide to pack: runs in (row, time) order merged by a stable sort
+    wo, ro = _row_start_order(w_row, w_s), _row_start_order(r_row, r_s)
+    time = np.concatenate([w_s[wo], w_e[wo], r_s[ro], r_e[ro]])
+    code = np.repeat(np.arange(4, dtype=np.int8), [len(w_row), len(w_row), len(r_row),
+                                                   len(r_row)])
+    o = _row_time_order(np.concatenate([w_row[wo], w_row[wo], r_row[ro], r_row[ro]]), time)
+    return time[o], code[o]
 
 
 def _row_start_order(row, start) -> np.ndarray:
