@@ -20,10 +20,12 @@ import re
 from .errors import UsageError
 
 BYTES_PER_EVENT = 300
-# `serve` keeps the analysis and adds the views' layout, parallelism profiles
-# and data locality: 15.4 GB for fib 32 (28.2M events, 546 B/event); fib 33
-# (45.6M events) was killed by the kernel at 24 GB on a 23 GiB machine
-SERVE_BYTES_PER_EVENT = 600
+# `serve` keeps the analysis and adds the views' layout, the threads view's
+# work/runtime/idle split and the parallelism profiles: stop 39 measured
+# 18.2 GiB for fib 33 (45.6M events, 418 B/event) and 4.65 GiB for fib 30
+# (10.8M, 453 B/event) (stop 38: 546 B/event at fib 32, and fib 33 killed by
+# the kernel at 24 GB on this 23 GiB machine)
+SERVE_BYTES_PER_EVENT = 470
 BASE_BYTES = 256 << 20
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
