@@ -90,3 +90,36 @@ def test_chunk_labels_match_the_former_labelling(seed):
                        if seed % 2 else kind, "first_iteration": first,
                        "iterations": np.where(kind == "chunk", rng.integers(0, 50, n), -1)})
     np.testing.assert_array_equal(_chunk_labels(gr), _chunk_labels_reference(gr))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ranks_by_one_sort_equal_the_double_argsort(seed):
+    """The by-value colouring's ranks (AppData.severity) are the inverse of one
+    stable sort: the same as the argsort of the argsort, ties included."""
+    rng = np.random.default_rng(seed)
+    bad = rng.integers(0, 5 if seed % 2 else 10 ** 6, int(rng.integers(0, 500))).astype(float)
+    rank = np.empty(len(bad), np.int64)
+    rank[np.argsort(bad, kind="stable")] = np.arange(len(bad))
+    np.testing.assert_array_equal(rank, np.argsort(np.argsort(bad, kind="stable"),
+                                                   kind="stable"))
+
+
+def test_by_value_severity_is_the_rank_in_fifths(record):
+    """Most grains flagged (a task per call: parallel benefit): each flagged
+    grain's severity is its rank among them, mildest to worst, over their number."""
+    from grainlab import problems as P
+    data = AppData(gl.analyze(record("fib", 16, threads=2).path))
+    checked = 0
+    for problem in data.problems:
+        th = data.default_threshold(problem)
+        if not data.by_value(problem, th):
+            continue
+        sev, count = data.severity(problem, th)
+        col = data.grains[problem].to_numpy(np.float64)
+        hit = sev > 0
+        assert count == hit.sum() > 0
+        bad = -col[hit] if P.RULES[problem].below else col[hit]
+        want = (np.argsort(np.argsort(bad, kind="stable"), kind="stable") + 1) / hit.sum()
+        np.testing.assert_allclose(sev[hit], want)
+        checked += 1
+    assert checked >= 1
