@@ -123,3 +123,17 @@ def test_by_value_severity_is_the_rank_in_fifths(record):
         np.testing.assert_allclose(sev[hit], want)
         checked += 1
     assert checked >= 1
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ranks_among_a_kept_order_equal_sorting_the_flagged_alone(seed):
+    from grainlab.app.data import ranks_among
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    v = rng.integers(0, 4 if seed % 2 else 10 ** 6, n).astype(float)
+    v[rng.random(n) < 0.1] = np.nan                       # unmeasured grains
+    for bad in (v, -v):
+        hit = (rng.random(n) < rng.random()) & ~np.isnan(bad)
+        got = ranks_among(np.argsort(bad, kind="stable").astype(np.int32), hit)
+        want = np.argsort(np.argsort(bad[hit], kind="stable"), kind="stable")
+        np.testing.assert_array_equal(got, want)
