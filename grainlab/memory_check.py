@@ -22,7 +22,7 @@ from .errors import UsageError
 BYTES_PER_EVENT = 300
 # `serve` keeps the analysis and adds the views' layout, the threads view's
 # work/runtime/idle split and the parallelism profiles: stop 39 measured
-# 18.2 GiB for fib 33 (45.6M events, 418 B/event) and 4.65 GiB for fib 30
+# 17.8 GiB for fib 33 (45.6M events, 418 B/event) and 4.54 GiB for fib 30
 # (10.8M, 453 B/event) (stop 38: 546 B/event at fib 32, and fib 33 killed by
 # the kernel at 24 GB on this 23 GiB machine)
 SERVE_BYTES_PER_EVENT = 470
