@@ -153,7 +153,6 @@ def test_the_web_app_data_reads_no_event_table_back(tmp_path, monkeypatch):
     """Building what `grainlab serve` shows keeps the analysis's events
     released (the 'no data accesses' hint asks the file's event column only:
     reading the table back was +0.6 GiB at fib 30), with the same answers."""
-    from grainlab import schema as S
     from grainlab.app.data import AppData
     from grainlab.trace import trace as T
     path = tmp_path / "r.parquet"
