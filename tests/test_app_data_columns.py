@@ -137,3 +137,22 @@ def test_ranks_among_a_kept_order_equal_sorting_the_flagged_alone(seed):
         got = ranks_among(np.argsort(bad, kind="stable").astype(np.int32), hit)
         want = np.argsort(np.argsort(bad[hit], kind="stable"), kind="stable")
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_coded_columns_give_back_the_names(categorical):
+    """The layout keeps node and edge types as int8 codes (Coded,
+    _codes_and_names): indexing gives the same names the object arrays held."""
+    from grainlab.export.drawing import Coded, _codes_and_names
+    rng = np.random.default_rng(3)
+    names = np.array(["creation", "continuation", "synchronization", "dependence"])
+    col = pd.Series(rng.choice(names, 1000))
+    if categorical:
+        col = col.astype("category")
+    codes, got = _codes_and_names(col)
+    assert codes.dtype == np.int8
+    np.testing.assert_array_equal(got[codes].astype(str), col.astype(str).to_numpy())
+    typ = Coded(codes, got)
+    idx = rng.integers(0, 1000, 50)
+    assert len(typ) == 1000
+    np.testing.assert_array_equal(typ[idx].astype(str), col.astype(str).to_numpy()[idx])

@@ -96,7 +96,10 @@ class GrainLayout:
         self.by_pos = self.tree.by_pos
         nodes = g.nodes
         self.n_nodes = len(nodes)
-        self.typ = np.asarray(NODE_TYPES, dtype=object)[_type_codes(nodes["type"])]
+        # node types as int8 codes: `typ[idx]` gives the names of the shown
+        # nodes only (an object array of every node's name was 8 bytes a node)
+        self.typ = Coded(_type_codes(nodes["type"]).astype(np.int8),
+                         np.asarray(NODE_TYPES, dtype=object))
         self.owner = nodes["owner"].to_numpy(np.int64)
         self.col = _columns(g, self.tree.pos)
         dur = nodes["duration"].to_numpy(np.int64)
@@ -571,9 +574,26 @@ def time_ticks(d: Drawing, n: int = 6) -> tuple:
 
 
 def _codes_and_names(col):
-    """(integer codes, names) of a categorical or string column."""
+    """(integer codes, names) of a categorical or string column; the codes
+    as narrow as the names allow (int8 for the few edge types: 8 bytes an
+    edge at int64)."""
     codes, names = pd.factorize(col, sort=False)
+    if len(names) < 127:
+        codes = codes.astype(np.int8)
     return codes, np.asarray(names.astype(str), dtype=object)
+
+
+class Coded:
+    """A column kept as small integer codes; indexing gives the names."""
+
+    def __init__(self, codes: np.ndarray, names: np.ndarray):
+        self.codes, self.names = codes, names
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, idx):
+        return self.names[self.codes[idx]]
 
 
 def _type_codes(col) -> np.ndarray:
