@@ -100,7 +100,7 @@ class GrainLayout:
         # nodes only (an object array of every node's name was 8 bytes a node)
         self.typ = Coded(_type_codes(nodes["type"]).astype(np.int8),
                          np.asarray(NODE_TYPES, dtype=object))
-        self.owner = nodes["owner"].to_numpy(np.int64)
+        self.owner = nodes["owner"].to_numpy()      # ids (int32 while they fit): compared only
         self.col = _columns(g, self.tree.pos)
         dur = nodes["duration"].to_numpy(np.int64)
         ef = nodes["earliest_finish"].to_numpy(np.int64)
