@@ -156,3 +156,24 @@ def test_coded_columns_give_back_the_names(categorical):
     idx = rng.integers(0, 1000, 50)
     assert len(typ) == 1000
     np.testing.assert_array_equal(typ[idx].astype(str), col.astype(str).to_numpy()[idx])
+
+
+def test_layout_heights_made_for_the_shown_nodes_equal_the_whole(tmp_path):
+    """GrainLayout.y keeps node tops as Less (base - less for the indexed
+    nodes only): the same values as the whole differences it held before."""
+    from grainlab.export.drawing import GrainLayout, Less
+    path = tmp_path / "t.parquet"
+    synth.generate(path, "random", 300, threads=2, seed=8)
+    g = gl.analyze(path).graph
+    lay = GrainLayout(g)
+    n = g.nodes
+    ef, dur = n["earliest_finish"].to_numpy(np.int64), n["duration"].to_numpy(np.int64)
+    start, end = n["start"].to_numpy(np.int64), n["end"].to_numpy(np.int64)
+    want = {"dag": (ef - dur, ef), "wall": (start - start.min(), end - start.min())}
+    idx = np.random.default_rng(1).integers(0, len(n), 200)
+    for mode, (w0, w1) in want.items():
+        y0, y1 = lay.y[mode]
+        np.testing.assert_array_equal(Less.whole(y0), w0)
+        np.testing.assert_array_equal(Less.whole(y1), w1)
+        np.testing.assert_array_equal(y0[idx], w0[idx])
+        np.testing.assert_array_equal(y1[idx], w1[idx])

@@ -106,7 +106,10 @@ class GrainLayout:
         ef = nodes["earliest_finish"].to_numpy(np.int64)
         start, end = nodes["start"].to_numpy(np.int64), nodes["end"].to_numpy(np.int64)
         self.origin = int(start.min()) if len(start) else 0
-        self.y = {"dag": (ef - dur, ef), "wall": (start - self.origin, end - self.origin)}
+        # each view's (top, bottom) per node; the differences are made for
+        # the nodes a view shows, not kept for all (3 x 8 bytes a node)
+        self.y = {"dag": (Less(ef, dur), ef),
+                  "wall": (Less(start, self.origin), Less(end, self.origin))}
         self.duration = dur
         self.node_critical = nodes["on_critical_path"].to_numpy(bool)
         e = g.edges
@@ -116,7 +119,8 @@ class GrainLayout:
         self.e_type = _codes_and_names(e["type"])
         self.e_critical = e["on_critical_path"].to_numpy(bool)
         self.nodes_per_owner = np.bincount(self.col, minlength=M)
-        self.owner_extent = {m: _owner_extent(self.col, *self.y[m], M) for m in self.y}
+        self.owner_extent = {m: _owner_extent(self.col, *(Less.whole(y) for y in self.y[m]), M)
+                             for m in self.y}
         work = np.r_[gr["work"].to_numpy(np.int64), cx["work"].to_numpy(np.int64)]
         is_grain = np.arange(M) < G
         crit = np.zeros(M, bool)
@@ -581,6 +585,26 @@ def _codes_and_names(col):
     if len(names) < 127:
         codes = codes.astype(np.int8)
     return codes, np.asarray(names.astype(str), dtype=object)
+
+
+class Less:
+    """`base - less` (less: an array or a number), made only for the
+    indexed part: `Less(a, b)[idx] == (a - b)[idx]`."""
+
+    def __init__(self, base: np.ndarray, less):
+        self.base, self.less = base, less
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getitem__(self, idx):
+        less = self.less[idx] if isinstance(self.less, np.ndarray) else self.less
+        return self.base[idx] - less
+
+    @staticmethod
+    def whole(y) -> np.ndarray:
+        """The array itself, or a Less made in full."""
+        return y.base - y.less if isinstance(y, Less) else y
 
 
 class Coded:
