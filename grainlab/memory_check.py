@@ -21,9 +21,9 @@ from .errors import UsageError
 
 BYTES_PER_EVENT = 300
 # `serve` keeps the analysis and adds the views' layout, the threads view's
-# work/runtime/idle split and the parallelism profiles: stop 39 measured
+# work/runtime/idle split and the parallelism profiles: stop 38 measured
 # 15.7 GiB for fib 33 (45.6M events, 370 B/event) and 4.07 GiB for fib 30
-# (10.8M, 406 B/event), kept with a margin (stop 38: 546 B/event at fib 32,
+# (10.8M, 406 B/event), kept with a margin (before: 546 B/event at fib 32,
 # and fib 33 killed by the kernel at 24 GB on this 23 GiB machine)
 SERVE_BYTES_PER_EVENT = 470
 BASE_BYTES = 256 << 20
