@@ -5,7 +5,7 @@ ties, nested runtime intervals, rows without events and empty inputs."""
 import numpy as np
 import pytest
 
-from grainlab.app.threads_figure import _row_time_order, _split
+from grainlab.app.threads_figure import _sorted_points, _split
 
 
 def reference(n_rows, t0, t1, w_row, w_s, w_e, r_row, r_s, r_e):
@@ -99,13 +99,18 @@ def test_times_too_wide_to_pack_take_the_stable_sort():
         same(_split(*args), reference(*args))
 
 
-def test_row_time_order_sorts_by_row_then_time():
+@pytest.mark.parametrize("wide", [False, True])
+def test_points_are_sorted_by_row_then_time_ties_by_kind(wide):
+    """_sorted_points, packed or (times too wide) lexsorted: (row, time)
+    order, ties in the order work starts, work ends, runtime starts, ends."""
     rng = np.random.default_rng(7)
-    row, time = rng.integers(0, 5, 2000), rng.integers(-2 ** 40, 2 ** 40, 2000)
-    o = _row_time_order(row, time)
-    key = list(zip(row[o].tolist(), time[o].tolist()))
-    assert key == sorted(key)
-    # a span too wide to pack falls back to lexsort, same order
-    wide = np.array([-2 ** 62, 2 ** 62, 0, 5])
-    o = _row_time_order(np.array([1, 0, 1, 0]), wide)
-    assert o.tolist() == np.lexsort((wide, np.array([1, 0, 1, 0]))).tolist()
+    far = 2 ** 61 if wide else 0
+    w = (rng.integers(0, 5, 500), rng.integers(-50, 50, 500) + far, rng.integers(-50, 50, 500))
+    r = (rng.integers(0, 5, 300), rng.integers(-50, 50, 300) - far, rng.integers(-50, 50, 300))
+    time, code = _sorted_points(*w, *r)
+    row = np.concatenate([w[0], w[0], r[0], r[0]])
+    t = np.concatenate([w[1], w[2], r[1], r[2]])
+    c = np.repeat(np.arange(4), [500, 500, 300, 300])
+    o = np.lexsort((c, t, row))
+    np.testing.assert_array_equal(time, t[o])
+    np.testing.assert_array_equal(code, c[o])

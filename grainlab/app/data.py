@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import problems as P
-from ..export.drawing import GrainLayout
+from ..export.drawing import Coded, GrainLayout
 from ..export.palette import BY_VALUE_SHARE, SEVERITY_STEPS, severity_class
 from ..metrics.contract import is_one_of
 from . import layout
@@ -41,25 +41,18 @@ def _distinct_threads(thread: np.ndarray) -> list[int]:
     return np.unique(t).tolist()
 
 
-class Locations:
+class Locations(Coded):
     """Every grain's source location as category codes and their names: one
     small integer a grain, where a numpy string array held the longest
     location's width in UCS-4 (~100-200 bytes a grain: 0.4 GiB at 2.7M
-    grains) and took ~1 s to make."""
+    grains) and took ~1 s to make. `locations[i]` is a grain's location
+    (str), `locations[ids]` an object array of them; code -1 (none) is ""."""
 
     def __init__(self, locations: pd.Series):
         cat = pd.Categorical(locations.astype(str)) \
             if not isinstance(locations.dtype, pd.CategoricalDtype) else locations.array
-        self.codes = np.asarray(cat.codes)
-        self.names = np.asarray([str(c) for c in cat.categories] + [""], dtype=object)
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    def __getitem__(self, i):
-        """A grain's location (str), or an object array of them."""
-        got = self.names[self.codes[i]]
-        return got if isinstance(got, np.ndarray) else str(got)
+        super().__init__(np.asarray(cat.codes),
+                         np.asarray([str(c) for c in cat.categories] + [""], dtype=object))
 
     def __array__(self, dtype=None, copy=None):
         """Every grain's location as an object array (8 bytes a grain)."""
@@ -107,6 +100,7 @@ class AppData:
         self.critical[:self.n_grains] = self.grains["on_critical_path"].to_numpy(bool)
         self.thresholds = a.resolved_thresholds
         self.problems = [m for m in P.RULES if m in self.grains.columns]
+        self._value_orders = {}          # per metric: grains by value (_value_order)
         self.worst_problem = self._worst_problem()
         self.locations = Locations(a.locations)
         self.by_location = a.by_location()
@@ -195,12 +189,11 @@ class AppData:
         """Every grain by `problem`'s value, mildest first (one stable sort
         per metric, kept: a threshold change then ranks the flagged grains in
         one pass instead of sorting them, ~1 s at 10^7 grains)."""
-        cache = self.__dict__.setdefault("_value_orders", {})
-        if problem not in cache:
+        if problem not in self._value_orders:
             v = self.grains[problem].to_numpy(np.float64)
             order = np.argsort(-v if P.RULES[problem].below else v, kind="stable")
-            cache[problem] = order.astype(np.int32) if len(v) < 2 ** 31 else order
-        return cache[problem]
+            self._value_orders[problem] = order.astype(np.int32) if len(v) < 2 ** 31 else order
+        return self._value_orders[problem]
 
     def value_steps(self, problem: str, threshold, sev=None):
         """False, or, when the view colours by value (by_value), the five

@@ -163,37 +163,13 @@ def _sorted_points(w_row, w_s, w_e, r_row, r_s, r_e):
         key %= span                         # time - lo: the row is in the sort order
         key += lo
         return key, code
-    # too wide to pack: runs in (row, time) order merged by a stable sort
-    wo, ro = _row_start_order(w_row, w_s), _row_start_order(r_row, r_s)
-    time = np.concatenate([w_s[wo], w_e[wo], r_s[ro], r_e[ro]])
+    # too wide to pack: a stable lexsort keeps the ties in that order
+    row = np.concatenate([w_row, w_row, r_row, r_row])
+    time = np.concatenate([w_s, w_e, r_s, r_e])
     code = np.repeat(np.arange(4, dtype=np.int8), [len(w_row), len(w_row), len(r_row),
                                                    len(r_row)])
-    o = _row_time_order(np.concatenate([w_row[wo], w_row[wo], r_row[ro], r_row[ro]]), time)
+    o = np.lexsort((time, row))
     return time[o], code[o]
-
-
-def _row_start_order(row, start) -> np.ndarray:
-    """The permutation putting intervals in (row, start) order: a stable
-    radix sort of the rows when the starts are already sorted (the work
-    fragments are), else a sort of packed keys."""
-    if len(row) > 1 and int(row.max()) < 2 ** 15 and bool((start[1:] >= start[:-1]).all()):
-        return np.argsort(row.astype(np.int16), kind="stable")
-    return _row_time_order(row, start)
-
-
-def _row_time_order(row, time) -> np.ndarray:
-    """argsort by (row, time): one stable sort of row * span + time (which
-    merges runs already in order), or a lexsort if that would not fit 62 bits."""
-    if not len(row):
-        return np.zeros(0, np.intp)
-    lo = int(time.min())
-    span = int(time.max()) - lo + 1
-    if (int(row.max()) + 1) * span < 2 ** 62 and abs(lo) < 2 ** 61:
-        key = row * span                # in place from here: one key-sized array
-        key += time
-        key -= lo
-        return np.argsort(key, kind="stable")
-    return np.lexsort((time, row))
 
 
 def _cover(n_rows, bins, edges, row, s, e):
