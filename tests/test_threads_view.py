@@ -300,6 +300,20 @@ def test_predicted_scaling_axis_fits_the_data(record):
     assert mantissa <= steps and len(y.tickvals) >= 2
 
 
+def test_predicted_scaling_axis_of_a_run_that_does_not_scale(record):
+    """A prediction of about 1 at every core count (a busy machine, a serial
+    program) still gets an axis with at least two labelled ticks."""
+    import grainlab as gl
+    from grainlab.app.predict_figure import prediction_figure
+    pred = gl.analyze(record("fib", 15, 3, threads=1).path).predict([1, 2, 4, 8])
+    flat = [1.0] * len(pred["cores"])
+    pred = dict(pred, speedup=flat, speedup_upper=flat, speedup_lower=flat)
+    y = prediction_figure(pred).layout.yaxis
+    lo, hi = 10 ** y.range[0], 10 ** y.range[1]
+    assert 1.0 <= hi <= 1.5 + 1e-9 and 0.5 < lo <= 1.0
+    assert len(y.tickvals) >= 2 and all(lo <= v <= hi + 1e-9 for v in y.tickvals)
+
+
 def test_search_box_finds_a_grain_or_all_grains_of_a_location(browser, record):
     import grainlab as gl
     from grainlab.app.data import AppData

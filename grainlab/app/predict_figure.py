@@ -78,7 +78,9 @@ def prediction_figure(pred: dict, title: str | None = None) -> go.Figure:
                                                                   np.float64)]
     if alt:
         shown.append(np.asarray(alt["speedup_vs_baseline"], np.float64))
-    top = max(float(np.nanmax(np.concatenate(shown))), 1.0) * 1.4
+    # at least to 1.5, so that a run predicted not to scale (a speed-up of
+    # about 1 everywhere) still has two labelled ticks, 1 and 1.5
+    top = max(max(float(np.nanmax(np.concatenate(shown))), 1.0) * 1.4, 1.5)
     bottom = min(float(np.nanmin(np.concatenate(shown[:1] + shown[2:]))), 1.0) * 0.85
     ticks = log_ticks(bottom, top)
     fig.update_layout(
